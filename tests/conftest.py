@@ -1,0 +1,65 @@
+"""Shared helpers for the book's tests."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK_DIR = ROOT / "notebooks"
+
+
+def toc_files() -> list[str]:
+    """Every `file:` entry of book/_toc.yml, in reading order, without suffix."""
+    toc = yaml.safe_load((ROOT / "book" / "_toc.yml").read_text())
+    files = [toc["root"]]
+
+    def walk(entries):
+        for entry in entries or []:
+            if "file" in entry:
+                files.append(entry["file"])
+            walk(entry.get("sections"))
+
+    for part in toc.get("parts", []):
+        walk(part.get("chapters"))
+    walk(toc.get("chapters"))
+    return files
+
+
+def toc_notebooks() -> list[Path]:
+    return [ROOT / f"{name}.ipynb" for name in toc_files() if name.startswith("notebooks/")]
+
+
+def all_notebooks() -> list[Path]:
+    return sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+
+
+def load(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def output_text(output: dict) -> str:
+    text = output.get("text", "")
+    data = output.get("data", {})
+    parts = [text if isinstance(text, str) else "".join(text)]
+    for mime in ("text/plain", "text/html", "text/markdown"):
+        value = data.get(mime, "")
+        parts.append(value if isinstance(value, str) else "".join(value))
+    if output.get("output_type") == "error":
+        parts.append(output.get("ename", "") + ": " + output.get("evalue", ""))
+    return "\n".join(parts)
+
+
+def code_cells(notebook: dict) -> list[dict]:
+    return [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
+
+
+def source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return src if isinstance(src, str) else "".join(src)
+
+
+NOTEBOOK_PARAMS = [pytest.param(p, id=p.name) for p in all_notebooks()]
+ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(root|home|work|Users|tmp|opt|usr/local)/[\w.-]+")

@@ -1,0 +1,18 @@
+"""ruff over the notebooks' code cells and the repository's Python files."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_ruff_is_clean():
+    ruff = Path(sys.executable).parent / "ruff"
+    result = subprocess.run(
+        [str(ruff), "check", "notebooks", "tests", "tools", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
