@@ -2,6 +2,9 @@
 
 import json
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,3 +66,24 @@ def source(cell: dict) -> str:
 
 NOTEBOOK_PARAMS = [pytest.param(p, id=p.name) for p in all_notebooks()]
 ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(root|home|work|Users|tmp|opt|usr/local)/[\w.-]+")
+
+
+@pytest.fixture(scope="session")
+def built_site():
+    """Build the site once per test session into _build/html: (result, seconds, html folder).
+
+    `--all` re-reads every page, so warnings from pages that did not change since the last
+    build are reported again (`-W`: warnings are errors). Used by test_site.py and the
+    browser test (test_browser.py).
+    """
+    jupyter_book = Path(sys.executable).parent / "jupyter-book"
+    start = time.perf_counter()
+    result = subprocess.run(
+        [str(jupyter_book), "build", ".", "--toc", "book/_toc.yml", "--config", "_config.yml",
+         "-W", "-n", "--keep-going", "--all"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    seconds = time.perf_counter() - start
+    return result, seconds, ROOT / "_build" / "html"
