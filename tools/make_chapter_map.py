@@ -20,9 +20,9 @@ OUTPUT = Path(__file__).resolve().parent.parent / "book" / "images" / "chapter_m
 
 # One row per part: (part title, colour, [(number, title with a line break where needed)]).
 PARTS = [
-    ("Getting\nstarted", "#e6e6e6", [(0, "Setup:\nJAX, devices,\nMNIST")]),
+    ("Getting started", "#e6e6e6", [(0, "Setup:\nJAX, devices,\nMNIST")]),
     (
-        "Part I\nJAX basics",
+        "Part I: JAX basics",
         "#d6e6f5",
         [
             (1, "JAX as\naccelerated\nNumPy"),
@@ -33,7 +33,7 @@ PARTS = [
         ],
     ),
     (
-        "Part II\nTraining\nan MLP",
+        "Part II: Training an MLP",
         "#dcefd4",
         [
             (6, "An MLP\nfrom scratch"),
@@ -42,7 +42,7 @@ PARTS = [
         ],
     ),
     (
-        "Part III\nTPUs",
+        "Part III: TPUs",
         "#fbe2d0",
         [
             (9, "Cloud TPU\nand the TRC"),
@@ -52,17 +52,18 @@ PARTS = [
     ),
 ]
 
-LABEL_WIDTH = 1.5
-BOX_WIDTH = 1.55
-BOX_GAP = 0.35
-ROW_HEIGHT = 1.25
+LABEL_WIDTH = 0.2
+TITLE_HEIGHT = 0.42
+BOX_WIDTH = 1.8
+BOX_GAP = 0.32
+ROW_HEIGHT = 1.62
 ROW_GAP = 0.3
-BOX_HEIGHT = 0.95
+BOX_HEIGHT = 1.05
 
 
 def draw(output: Path = OUTPUT) -> Path:
     most_chapters = max(len(chapters) for _, _, chapters in PARTS)
-    width = LABEL_WIDTH + most_chapters * (BOX_WIDTH + BOX_GAP) + 0.1
+    width = 2 * LABEL_WIDTH + most_chapters * (BOX_WIDTH + BOX_GAP) - BOX_GAP
     height = len(PARTS) * (ROW_HEIGHT + ROW_GAP)
     figure, axes = plt.subplots(figsize=(width, height), dpi=120)
     axes.set_xlim(0, width)
@@ -82,9 +83,10 @@ def draw(output: Path = OUTPUT) -> Path:
                 boxstyle="round,pad=0.0,rounding_size=0.12", facecolor=colour, edgecolor="none",
             )
         )
-        axes.text(0.2, bottom + ROW_HEIGHT / 2, title, ha="left", va="center",
-                  fontsize=12, fontweight="bold", color="#222222", linespacing=1.15)
-        box_bottom = bottom + (ROW_HEIGHT - BOX_HEIGHT) / 2
+        # The title sits on the right, clear of the arrow that comes down on the left.
+        axes.text(width - LABEL_WIDTH, bottom + ROW_HEIGHT - TITLE_HEIGHT / 2 - 0.04, title,
+                  ha="right", va="center", fontsize=15, fontweight="bold", color="#222222")
+        box_bottom = bottom + (ROW_HEIGHT - TITLE_HEIGHT - BOX_HEIGHT) / 2
         for index, (number, name) in enumerate(chapters):
             left = LABEL_WIDTH + index * (BOX_WIDTH + BOX_GAP)
             axes.add_patch(
@@ -95,9 +97,9 @@ def draw(output: Path = OUTPUT) -> Path:
                 )
             )
             axes.text(left + 0.1, box_bottom + BOX_HEIGHT - 0.1, str(number), ha="left",
-                      va="top", fontsize=13, fontweight="bold", color="#1a5a96")
+                      va="top", fontsize=15, fontweight="bold", color="#1a5a96")
             axes.text(left + BOX_WIDTH / 2 + 0.12, box_bottom + BOX_HEIGHT / 2, name,
-                      ha="center", va="center", fontsize=10.5, color="#111111",
+                      ha="center", va="center", fontsize=13.5, color="#111111",
                       linespacing=1.1)
             if index:
                 arrow((left - BOX_GAP + 0.03, box_bottom + BOX_HEIGHT / 2),
