@@ -276,9 +276,16 @@ def test_chapter_page_has_reader_features(visit, path):
     code_blocks = page.locator("div.highlight pre").count()
     if code_blocks and page.locator("button.copybtn").count() < code_blocks:
         problems.append("code blocks without a copy button")
-    for index, solution in enumerate(page.locator(".tag_hide-input .cell_input").all()):
-        if solution.is_visible():
+    solutions = page.locator(".tag_hide-input")
+    for index, solution in enumerate(solutions.all()):
+        if solution.locator(".cell_input").is_visible():
             problems.append(f"hide-input cell {index} shows its code without a toggle")
+    if solutions.count():
+        # A reader clicks the toggle of the first solution and sees its code.
+        first = solutions.first
+        first.locator("summary").first.click()
+        if not first.locator(".cell_input").is_visible():
+            problems.append("clicking a solution's toggle does not show its code")
     assert not problems, f"{path}:\n" + "\n".join(problems)
 
 
