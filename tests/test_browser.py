@@ -7,7 +7,8 @@ Playwright with the system browser (no browser download). A page fails on:
 - a JavaScript console error or an uncaught exception;
 - any request that leaves 127.0.0.1 (the site must work offline: MathJax, fonts and
   scripts are all served by the site itself);
-- a resource that answers with an HTTP error, an image that does not load;
+- a resource that answers with an HTTP error, an image that does not load or has no
+  alt text (notebook figures get theirs from the paragraph before them, book/_ext);
 - an internal link (href) whose target is missing, or whose #fragment is not on the
   target page;
 - math that MathJax did not render.
@@ -191,6 +192,14 @@ async () => {
 }
 """
 
+# An alt text that is empty or just the file name tells a screen reader nothing.
+MISSING_ALT_JS = """
+() => Array.from(document.images)
+  .filter(image => !(image.getAttribute("alt") || "").trim()
+                   || /\\.(png|jpe?g|svg|gif)$/i.test(image.getAttribute("alt").trim()))
+  .map(image => image.getAttribute("src"))
+"""
+
 INTERNAL_LINKS_JS = """
 (origin) => Array.from(document.querySelectorAll("a[href]"))
   .map(anchor => anchor.href)
@@ -234,6 +243,7 @@ def test_page_loads_cleanly(visit, site_url, path):
     problems = list(page_visit.problems)
 
     problems += [f"image does not load: {src}" for src in page.evaluate(BROKEN_IMAGES_JS)]
+    problems += [f"image without alt text: {src}" for src in page.evaluate(MISSING_ALT_JS)]
     problems += [f"broken internal link: {link}" for link in broken_internal_links(page, site_url)]
 
     math_count = page.evaluate("document.querySelectorAll('.math').length")

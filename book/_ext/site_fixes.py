@@ -1,12 +1,61 @@
 """Small Sphinx fixes for the book's website, loaded from _config.yml (local_extensions).
 
-sphinx-thebe (always loaded by Jupyter Book) adds its inline configuration script
-(`const THEBE_JS_URL = ...`) to every page twice with this Sphinx version; the second copy
-throws "Identifier 'THEBE_JS_URL' has already been declared" in the browser console
-(one copy has filename None, the other "", so Sphinx does not see them as equal).
-The browser test (tests/test_browser.py) fails on console errors, so drop exact duplicates
-of a script from each page before it is written.
+1. Alt text for notebook figures. A figure drawn by a code cell has no alt text of its
+   own, so Sphinx would use the image's file name. By the book's convention the markdown
+   right before a figure describes it (see the style guide), so that paragraph becomes
+   the alt text. A cell that sets its own (cell metadata `mystnb: {image: {alt: ...}}`)
+   keeps it.
+
+2. Duplicate scripts. sphinx-thebe (always loaded by Jupyter Book) adds its inline
+   configuration script (`const THEBE_JS_URL = ...`) to every page twice with this Sphinx
+   version (one copy has filename None, the other "", so Sphinx does not see them as
+   equal); the second copy throws "Identifier 'THEBE_JS_URL' has already been declared"
+   in the browser console, which the browser test (tests/test_browser.py) fails on. Exact
+   duplicates of a script are dropped from each page before it is written.
 """
+
+import re
+
+from docutils import nodes
+
+ALT_TEXT_LIMIT = 500
+
+
+def _describing_paragraph(image):
+    """The nearest paragraph before the code cell that holds this image, or None."""
+    cell = image.parent
+    while cell is not None and "cell" not in cell.get("classes", []):
+        cell = cell.parent
+    if cell is None or cell.parent is None:
+        return None
+    siblings = cell.parent.children
+    for node in reversed(siblings[: siblings.index(cell)]):
+        if isinstance(node, nodes.paragraph):
+            return node
+        if isinstance(node, nodes.container) and "cell" in node.get("classes", []):
+            continue  # a code cell between the text and the figure
+        return None
+    return None
+
+
+def _shorten(text):
+    text = re.sub(r"\s+", " ", text).strip()
+    if len(text) <= ALT_TEXT_LIMIT:
+        return text
+    cut = text.rfind(". ", 0, ALT_TEXT_LIMIT)
+    return text[: cut + 1] if cut > 0 else text[:ALT_TEXT_LIMIT].rstrip() + "..."
+
+
+def _alt_text_for_figures(app, doctree, docname):
+    for image in doctree.findall(nodes.image):
+        if image.get("alt"):
+            continue
+        paragraph = _describing_paragraph(image)
+        if paragraph is not None:
+            image["alt"] = _shorten(paragraph.astext())
+        else:
+            title = next(iter(doctree.findall(nodes.title)), None)
+            image["alt"] = "Figure" + (f" in {title.astext()}" if title is not None else "")
 
 
 def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
@@ -30,4 +79,5 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
 def setup(app):
     # Run after the other extensions have added their per-page scripts.
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
+    app.connect("doctree-resolved", _alt_text_for_figures)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
