@@ -52,3 +52,14 @@ def test_landing_page_shows_the_chapter_map_with_alt_text(built_site):
     assert image, "the chapter map figure is missing from the landing page"
     alt = re.search(r'alt="([^"]*)"', image.group(0))
     assert alt and len(alt.group(1)) > 40, "the chapter map needs a real alt text"
+
+
+def test_landing_page_links_every_chapter_in_the_toc():
+    """The chapter table on the landing page links each chapter listed in book/_toc.yml."""
+    landing = (ROOT / "book" / "intro.md").read_text()
+    missing = [name for name in toc_files()
+               if name.startswith("notebooks/") and f"(../{name}.ipynb)" not in landing]
+    assert not missing, (
+        "book/intro.md, table 'The chapters': turn these chapters' plain titles into links "
+        "of the form [N. Title](../notebooks/NN_name.ipynb): " + ", ".join(missing)
+    )
