@@ -63,3 +63,14 @@ def test_landing_page_links_every_chapter_in_the_toc():
         "book/intro.md, table 'The chapters': turn these chapters' plain titles into links "
         "of the form [N. Title](../notebooks/NN_name.ipynb): " + ", ".join(missing)
     )
+
+
+def test_prose_pages_name_the_repository_of_the_config_setting():
+    """A fork changes repository.url in _config.yml; this points at the prose to update too."""
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"].rstrip("/")
+    stale = []
+    for page in sorted((ROOT / "book").glob("*.md")):
+        for found in re.findall(r"https://github\.com/[\w.-]+/[\w.-]+", page.read_text()):
+            if found.removesuffix(".git") != url:
+                stale.append(f"{page.relative_to(ROOT)}: {found}")
+    assert not stale, f"GitHub URLs that differ from repository.url ({url}): {stale}"
