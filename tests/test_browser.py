@@ -342,7 +342,11 @@ def test_screenshots_of_landing_page_and_a_chapter(visit):
     chapter = visit(chapters[0]).page
     chapter.screenshot(path=str(SCREENSHOTS / "chapter.png"))
     chapter.screenshot(path=str(SCREENSHOTS / "chapter_full.png"), full_page=True)
-    print(f"screenshots in {SCREENSHOTS}: landing.png, chapter.png ({chapters[0]})")
+    figures = chapter.locator(".cell_output img")
+    if figures.count():
+        figures.first.scroll_into_view_if_needed()
+        chapter.screenshot(path=str(SCREENSHOTS / "chapter_figure.png"))
+    print(f"screenshots in {SCREENSHOTS}: landing.png, chapter*.png ({chapters[0]})")
     assert (SCREENSHOTS / "landing.png").stat().st_size > 10_000
 
 
