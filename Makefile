@@ -9,9 +9,8 @@ STAMP := $(VENV)/.installed
 export JAXBOOK_DATA ?= $(CURDIR)/data
 SHARED_MNIST ?= $(CURDIR)/../shared/data/mnist
 MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz
-# Keep XLA and BLAS from fighting over the two CI cores.
+# Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
-export MPLBACKEND := Agg
 
 .PHONY: help install data book test lint bench execute execute-all clean
 
@@ -24,7 +23,6 @@ help:
 
 $(STAMP): requirements.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	touch $(STAMP)
 
@@ -47,7 +45,7 @@ book: $(STAMP)
 	$(BIN)/jupyter-book build . --toc book/_toc.yml --config _config.yml -W -n --keep-going
 
 lint: $(STAMP)
-	$(BIN)/ruff check notebooks benchmarks tests tools
+	$(BIN)/ruff check notebooks benchmarks tests tools book/_ext
 
 test: $(STAMP) data
 	bash tools/ensure_chromium.sh
