@@ -5,14 +5,17 @@ Run with `make bench` (MNIST root from the environment variable JAXBOOK_DATA).
 Both pipelines train the same 784-512-512-10 ReLU MLP in this one process:
 
 - "seed" (chapter 6): torchvision dataset with a per-sample flatten-and-cast transform,
-  a DataLoader (num_workers=0) with a NumPy collate function, a jitted SGD step
-  (step size 0.01, batch 128), 8 epochs.
+  a DataLoader (num_workers=0) with a NumPy collate function, the classic example's
+  loss (the mean over the batch *and* the 10 classes of log-probabilities times one-hot
+  targets, i.e. the cross-entropy divided by 10), a jitted SGD step (step size 0.01,
+  batch 128), 8 epochs.
 - "fast" (chapter 8): the whole dataset as standardized float32 arrays on the device,
-  shuffled with a JAX key, a quarter epoch of Adam steps (batch 256, warmup + cosine,
-  label smoothing 0.1, He initialization) under one `lax.scan` in one jitted call
-  with donated parameters and optimizer state, 1.75 epochs.
+  shuffled once per epoch with a JAX key, an eighth of an epoch of Adam steps (batch
+  512, warmup + cosine, label smoothing 0.1, He initialization, true cross-entropy)
+  under one `lax.scan` in one jitted call with donated parameters and optimizer state,
+  3 epochs.
 
-Both are evaluated on the 10,000 test images after every quarter epoch. The training
+Both are evaluated on the 10,000 test images after every eighth of an epoch. The training
 clock includes compilation and data loading and stops while the test accuracy is
 computed. Output: one JSON line per pipeline, then one line with the ratio of the
 times to 96.7% test accuracy (fast / seed).
@@ -26,6 +29,7 @@ import platform
 import resource
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import jax
@@ -37,7 +41,7 @@ import torchvision
 
 LAYER_SIZES = [784, 512, 512, 10]
 DATA_ROOT = Path(os.environ.get("JAXBOOK_DATA", "data"))
-EVALS_PER_EPOCH = 4
+EVALS_PER_EPOCH = 8
 THRESHOLDS = {"seconds_to_96_7": 0.967, "seconds_to_98_0": 0.980}
 
 
@@ -94,7 +98,7 @@ class Clock:
         self.started = None
 
 
-def summarize(name, epochs, clock, history, examples, flops, steady_seconds, peak):
+def summarize(name, epochs, clock, history, examples, flops, steady_seconds):
     """history: (training seconds, test accuracy) after each evaluation."""
     result = {
         "pipeline": name,
@@ -109,8 +113,6 @@ def summarize(name, epochs, clock, history, examples, flops, steady_seconds, pea
         result[field] = round(reached[0], 3) if reached else None
     result["samples_per_second"] = round(examples / clock.elapsed, 1)
     result["step_gflops"] = round(flops / steady_seconds / 1e9, 1)
-    result["matmul_peak_gflops"] = round(peak, 1)
-    result["fraction_of_peak"] = round(flops / steady_seconds / 1e9 / peak, 3)
     result["accuracy_history"] = [round(accuracy, 4) for _, accuracy in history]
     result["peak_rss_mb"] = round(peak_rss_mb(), 1)
     return result
@@ -119,7 +121,7 @@ def summarize(name, epochs, clock, history, examples, flops, steady_seconds, pea
 # ---------------------------------------------------------------- chapter 6: the seed
 
 
-def run_seed(peak, n_epochs=8, batch_size=128, step_size=0.01):
+def run_seed(n_epochs=8, batch_size=128, step_size=0.01):
     def random_layer_params(n_inputs, n_outputs, key, scale=0.01):
         weight_key, bias_key = jax.random.split(key)
         weights = scale * jax.random.normal(weight_key, (n_outputs, n_inputs))
@@ -144,7 +146,9 @@ def run_seed(peak, n_epochs=8, batch_size=128, step_size=0.01):
     batched_predict = jax.vmap(predict, in_axes=(None, 0))
 
     def loss(params, images, targets):
-        return -jnp.mean(jnp.sum(batched_predict(params, images) * targets, axis=1))
+        # The classic example's loss: the mean over all batch x 10 entries, which is the
+        # cross-entropy divided by 10 (chapter 7 measures what that costs).
+        return -jnp.mean(batched_predict(params, images) * targets)
 
     @jax.jit
     def accuracy(params, images, labels):
@@ -202,14 +206,13 @@ def run_seed(peak, n_epochs=8, batch_size=128, step_size=0.01):
         history.append((clock.elapsed, float(accuracy(params, test_images, test_labels))))
     steady_steps = steps - steady_start[1]
     return summarize(
-        "seed (chapter 6: torchvision loader, jit per step, SGD 0.01, batch 128)",
+        "seed (chapter 6: torchvision loader, jit per step, classic loss, SGD 0.01, batch 128)",
         n_epochs,
         clock,
         history,
         steps * batch_size,
         steady_steps * batch_size * train_flops_per_example(),
         clock.elapsed - steady_start[0],
-        peak,
     )
 
 
@@ -225,23 +228,16 @@ def standardize(train_pixels, test_pixels):
     return (train - mean) / std, (test - mean) / std
 
 
-def run_fast(peak, batch_size=256, n_quarters=7, peak_learning_rate=3e-3, smoothing=0.1):
+def run_fast(batch_size=512, n_chunks=24, peak_learning_rate=8e-3, smoothing=0.1):
     clock = Clock()
     clock.start()
-    train_set, test_set = load_mnist(train=True), load_mnist(train=False)
-    train_images, test_images = standardize(
-        train_set.data.numpy().reshape(-1, 784), test_set.data.numpy().reshape(-1, 784)
-    )
-    train_labels = jax.device_put(train_set.targets.numpy().astype(np.int32))
-    test_labels = jax.device_put(test_set.targets.numpy().astype(np.int32))
-
-    n_train = train_images.shape[0]
+    n_train = 60_000
     steps_per_chunk = n_train // batch_size // EVALS_PER_EPOCH
     schedule = optax.warmup_cosine_decay_schedule(
         init_value=0.0,
         peak_value=peak_learning_rate,
         warmup_steps=steps_per_chunk,
-        decay_steps=steps_per_chunk * n_quarters,
+        decay_steps=steps_per_chunk * n_chunks,
     )
     optimizer = optax.adam(schedule)
 
@@ -265,7 +261,10 @@ def run_fast(peak, batch_size=256, n_quarters=7, peak_learning_rate=3e-3, smooth
         return optax.softmax_cross_entropy(logits_fn(params, images), targets).mean()
 
     def train_chunk(params, opt_state, images, labels, epoch_key, chunk_index):
-        """One quarter epoch of Adam steps, batches drawn from this epoch's permutation.
+        """An eighth of an epoch of Adam steps, batches taken from this epoch's permutation.
+
+        Every chunk of an epoch recomputes the same permutation from the epoch's key: that
+        costs a few milliseconds, less than compiling a separate function for it.
 
         The dataset is an argument, not a closed-over constant: a jitted function that
         closes over a 188 MB array embeds it in the compiled program, which makes
@@ -292,36 +291,55 @@ def run_fast(peak, batch_size=256, n_quarters=7, peak_learning_rate=3e-3, smooth
     def accuracy(params, images, labels):
         return jnp.mean(jnp.argmax(logits_fn(params, images), axis=1) == labels)
 
-    params = init_params(jax.random.key(0))
-    opt_state = optimizer.init(params)
+    # Compile the training chunk in a second thread while this one loads the data: XLA
+    # releases the GIL while it compiles, so the two overlap on a multi-core machine.
+    abstract_params = jax.eval_shape(init_params, jax.random.key(0))
+    abstract_args = (
+        abstract_params,
+        jax.eval_shape(optimizer.init, abstract_params),
+        jax.ShapeDtypeStruct((n_train, LAYER_SIZES[0]), jnp.float32),
+        jax.ShapeDtypeStruct((n_train,), jnp.int32),
+        jax.eval_shape(jax.random.key, 0),
+        0,
+    )
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        compiling = pool.submit(lambda: train_chunk.lower(*abstract_args).compile())
+        train_set, test_set = load_mnist(train=True), load_mnist(train=False)
+        train_images, test_images = standardize(
+            train_set.data.numpy().reshape(-1, 784), test_set.data.numpy().reshape(-1, 784)
+        )
+        train_labels = jax.device_put(train_set.targets.numpy().astype(np.int32))
+        test_labels = jax.device_put(test_set.targets.numpy().astype(np.int32))
+        params = init_params(jax.random.key(0))
+        opt_state = optimizer.init(params)
+        train_chunk = compiling.result()
     data_key = jax.random.key(1)
     history = []
     epoch_key = None
     steady_seconds = 0.0
-    for quarter in range(n_quarters):
-        if quarter % EVALS_PER_EPOCH == 0:
+    for chunk in range(n_chunks):
+        if chunk % EVALS_PER_EPOCH == 0:
             data_key, epoch_key = jax.random.split(data_key)
         before = clock.elapsed
         params, opt_state, _ = train_chunk(
-            params, opt_state, train_images, train_labels, epoch_key, quarter % EVALS_PER_EPOCH
+            params, opt_state, train_images, train_labels, epoch_key, chunk % EVALS_PER_EPOCH
         )
         jax.block_until_ready(params)
         clock.stop()
-        if quarter > 0:
+        if chunk > 0:
             steady_seconds += clock.elapsed - before
         history.append((clock.elapsed, float(accuracy(params, test_images, test_labels))))
         clock.start()
     clock.stop()
-    steps = n_quarters * steps_per_chunk
+    steps = n_chunks * steps_per_chunk
     return summarize(
-        "fast (chapter 8: device-resident data, lax.scan, donation, Adam, batch 256)",
-        n_quarters / EVALS_PER_EPOCH,
+        "fast (chapter 8: device-resident data, lax.scan, donation, Adam, batch 512)",
+        n_chunks / EVALS_PER_EPOCH,
         clock,
         history,
         steps * batch_size,
-        (n_quarters - 1) * steps_per_chunk * batch_size * train_flops_per_example(),
+        (n_chunks - 1) * steps_per_chunk * batch_size * train_flops_per_example(),
         steady_seconds,
-        peak,
     )
 
 
@@ -331,11 +349,16 @@ def main():
         f"{platform.machine()}, Python {platform.python_version()}",
         file=sys.stderr,
     )
-    peak = matmul_peak_gflops()
-    seed = run_seed(peak)
-    print(json.dumps(seed), flush=True)
-    fast = run_fast(peak)
-    print(json.dumps(fast), flush=True)
+    # The peak is measured before and after the training runs and the higher value kept,
+    # so that a moment of load from other processes does not lower it.
+    peak_before = matmul_peak_gflops()
+    seed = run_seed()
+    fast = run_fast()
+    peak = max(peak_before, matmul_peak_gflops())
+    for result in (seed, fast):
+        result["matmul_peak_gflops"] = round(peak, 1)
+        result["fraction_of_peak"] = round(result["step_gflops"] / peak, 3)
+        print(json.dumps(result), flush=True)
     ratio = None
     if seed["seconds_to_96_7"] and fast["seconds_to_96_7"]:
         ratio = round(fast["seconds_to_96_7"] / seed["seconds_to_96_7"], 3)
