@@ -311,7 +311,7 @@ def run_fast(batch_size=512, n_chunks=24, peak_learning_rate=8e-3, smoothing=0.1
         train_labels = jax.device_put(train_set.targets.numpy().astype(np.int32))
         test_labels = jax.device_put(test_set.targets.numpy().astype(np.int32))
         params = init_params(jax.random.key(0))
-        opt_state = optimizer.init(params)
+        opt_state = jax.jit(optimizer.init)(params)  # one small program, not one per leaf
         train_chunk = compiling.result()
     data_key = jax.random.key(1)
     history = []
