@@ -296,7 +296,8 @@ def run_fast(batch_size=512, n_chunks=48, peak_learning_rate=1e-2, smoothing=0.1
         return jnp.mean(jnp.argmax(logits_fn(params, images), axis=1) == labels)
 
     # Compile the training chunk in a second thread while this one loads the data: XLA
-    # releases the GIL while it compiles, so the two overlap on a multi-core machine.
+    # compiles in C++ without holding the GIL, so on a multi-core machine the loading is
+    # hidden behind the compilation (this thread's own small compilations wait for it).
     abstract_params = jax.eval_shape(init_params, jax.random.key(0))
     abstract_args = (
         abstract_params,
@@ -315,6 +316,7 @@ def run_fast(batch_size=512, n_chunks=48, peak_learning_rate=1e-2, smoothing=0.1
         )
         train_labels = jax.device_put(train_set.targets.numpy().astype(np.int32))
         test_labels = jax.device_put(test_set.targets.numpy().astype(np.int32))
+        assert train_images.shape[0] == n_train
         params = init_params(jax.random.key(0))
         opt_state = jax.jit(optimizer.init)(params)  # one small program, not one per leaf
         train_chunk = compiling.result()
