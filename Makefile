@@ -1,6 +1,7 @@
 # Hands-on JAX. Two entry points on a fresh machine:
-#   make book   build the website into _build/html (warnings are errors)
+#   make book   build the website into _build/html, the Chinese edition into _build/html/zh
 #   make test   run the whole test suite (nbval, structure, ruff, site, browser)
+#   make test-compat   run every chapter alone with Colab's versions (Python 3.13, JAX 0.7.2)
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
@@ -12,11 +13,12 @@ MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
 
-.PHONY: help install data book test lint bench execute execute-all clean
+.PHONY: help install data book test test-compat lint bench execute execute-all clean
 
 help:
 	@echo "make book    build the website into _build/html"
 	@echo "make test    run every test (installs what it needs)"
+	@echo "make test-compat   run every chapter alone with Colab's versions (.venv-colab)"
 	@echo "make bench   run the Part II training benchmark"
 	@echo "make execute NB=notebooks/01_jax_numpy.ipynb   re-run one notebook in place"
 	@echo "make clean   remove the build, the venv and the data copy"
@@ -41,8 +43,12 @@ data:
 	  echo "No $(SHARED_MNIST): the notebooks will download MNIST into $(JAXBOOK_DATA)"; \
 	fi
 
+# The English site into _build/html, then the Chinese edition (book root zh/) into
+# _build/html/zh, where the language switch on every page expects it.
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --toc book/_toc.yml --config _config.yml -W -n --keep-going
+	$(BIN)/jupyter-book build zh --toc zh/_toc.yml --config zh/_config.yml -W -n --keep-going
+	rm -rf _build/html/zh && cp -r zh/_build/html _build/html/zh
 
 lint: $(STAMP)
 	$(BIN)/ruff check notebooks benchmarks tests tools book/_ext
@@ -50,6 +56,12 @@ lint: $(STAMP)
 test: $(STAMP) data
 	bash tools/ensure_chromium.sh
 	$(BIN)/python -m pytest
+
+# Every chapter alone in an empty folder, with Colab's versions on Python 3.13
+# (requirements-colab.txt); any error cell fails. Outputs are not compared.
+test-compat: data
+	bash tools/compat_venv.sh
+	.venv-colab/bin/python tools/run_compat.py
 
 bench: $(STAMP) data
 	$(BIN)/python benchmarks/train_mnist.py
@@ -62,4 +74,4 @@ execute-all: $(STAMP) data
 	$(BIN)/python tools/execute_notebook.py notebooks/*.ipynb
 
 clean:
-	rm -rf _build $(VENV) data notebooks/data .pytest_cache .ruff_cache
+	rm -rf _build zh/_build $(VENV) .venv-colab data notebooks/data .pytest_cache .ruff_cache

@@ -1,0 +1,91 @@
+"""Run every chapter alone, as a Colab reader would, and fail on any error cell.
+
+Usage: python tools/run_compat.py [notebooks/NN_name.ipynb ...]
+
+`make test-compat` runs this with the interpreter of a second venv that holds Colab's
+versions (see requirements-colab.txt). Each notebook is copied into an empty folder of
+its own (nothing from the repository beside it) and executed top to bottom in a fresh
+kernel; only JAXBOOK_DATA is set, as the README tells a reader. Outputs are not compared
+with the committed ones (the versions differ); an error in any cell fails the run.
+Nothing is written back into the repository.
+"""
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+from nbclient.exceptions import CellExecutionError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_alone(path: Path) -> tuple[float, str | None]:
+    with tempfile.TemporaryDirectory(prefix="jaxbook-compat-") as folder:
+        copy = Path(folder) / path.name
+        shutil.copy(path, copy)
+        notebook = nbformat.read(copy, as_version=4)
+        client = NotebookClient(
+            notebook,
+            timeout=900,
+            kernel_name="python3",
+            resources={"metadata": {"path": folder}},
+            allow_errors=True,  # run every cell, then report each one that failed
+        )
+        start = time.perf_counter()
+        try:
+            client.execute()
+        except CellExecutionError as error:  # a timeout or a dead kernel
+            return time.perf_counter() - start, str(error)[-3000:]
+        seconds = time.perf_counter() - start
+        errors = [
+            f"cell {number} ({cell.get('id')}): {output['ename']}: {output['evalue']}\n"
+            + "".join(cell.source.splitlines(keepends=True)[:3])
+            for number, cell in enumerate(notebook.cells, 1)
+            for output in cell.get("outputs", [])
+            if output.get("output_type") == "error"
+        ]
+        # Colab already has every package and a new enough JAX: the setup cell must stay
+        # silent there (no upgrade, no "restart the runtime").
+        setup = next(cell for cell in notebook.cells if cell.cell_type == "code")
+        if setup.get("outputs"):
+            errors.append("the setup cell printed something (did it install a package?): "
+                          + " ".join(output.get("text", "") for output in setup.outputs)[:500])
+        warnings = sorted({
+            line.strip()
+            for cell in notebook.cells
+            for output in cell.get("outputs", [])
+            if output.get("name") == "stderr"
+            for line in output.get("text", "").splitlines()
+            if "DeprecationWarning" in line or "FutureWarning" in line
+        })
+        for line in warnings:
+            print(f"  note ({path.name}): {line[:200]}")
+        return seconds, "\n".join(errors) or None
+
+
+def main(names: list[str]) -> int:
+    paths = [Path(n) for n in names] or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    import jax
+
+    print(f"Python {sys.version.split()[0]}, jax {jax.__version__}, "
+          f"JAXBOOK_DATA={os.environ.get('JAXBOOK_DATA', '(unset)')}")
+    failed = []
+    total = time.perf_counter()
+    for path in paths:
+        seconds, error = run_alone(path)
+        print(f"{path.name}: {'FAILED' if error else 'ok'} in {seconds:.1f} s", flush=True)
+        if error:
+            print(error, flush=True)
+            failed.append(path.name)
+    print(f"{len(paths) - len(failed)} of {len(paths)} chapters ran with no error cell "
+          f"in {time.perf_counter() - total:.0f} s")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
