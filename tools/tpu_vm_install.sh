@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# Set up .venv for Hands-on JAX on a Cloud TPU VM. Run from the repository root:
+#
+#   bash tools/tpu_vm_install.sh
+#
+# The pinned jax needs Python >= 3.11. The TPU VM images (tpu-ubuntu2204-base, ...) are
+# Ubuntu 22.04 and ship Python 3.10, so this script looks for a newer Python. If it finds
+# none, it lets uv install one. Running it again is safe: a good .venv is reused.
+#
+# Environment variables:
+#   PYTHON=/path/to/python   use this interpreter (it must be >= 3.11)
+#   JAXBOOK_NO_DOWNLOAD=1    never download uv (an offline VM)
+#   JAXBOOK_DRY_RUN=1        print the install commands instead of running them
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+MIN_MINOR=11   # Python 3.11
+UV_PYTHON=3.12 # what uv installs: newer than the minimum, so a later jax bump still fits
+DRY_RUN=${JAXBOOK_DRY_RUN:-}
+REJECTED=()    # "name (version)" of every interpreter looked at and turned down
+
+say() { printf '==> %s\n' "$*"; }
+
+die() {
+    printf '\nerror: %s\n' "$*" >&2
+    exit 1
+}
+
+# Run a command, or print it in dry-run mode. Read-only queries bypass this.
+run() {
+    if [[ -n $DRY_RUN ]]; then
+        local arg out=""
+        for arg in "$@"; do
+            [[ $arg =~ [^A-Za-z0-9_./=:+-] ]] && arg="\"$arg\""
+            out+=" $arg"
+        done
+        printf '[dry run]%s\n' "$out"
+    else
+        "$@"
+    fi
+}
+
+# Print "3.X" for an interpreter. Fails if it cannot be run.
+py_version() {
+    "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
+}
+
+# True if $1 runs and is Python 3.11 or newer. Otherwise it is noted in REJECTED.
+py_ok() {
+    local version
+    if ! version=$(py_version "$1"); then
+        REJECTED+=("$1 (does not run)")
+        return 1
+    fi
+    if [[ $version =~ ^3\.([0-9]+)$ ]] && ((BASH_REMATCH[1] >= MIN_MINOR)); then
+        return 0
+    fi
+    REJECTED+=("$1 ($version)")
+    return 1
+}
+
+# Set PY to the first Python >= 3.11 on this machine. (Globals, not $(...): a subshell would
+# lose what REJECTED records.)
+find_python() {
+    if [[ -n ${PYTHON:-} ]]; then
+        # An explicit choice is not second-guessed: if it is too old, say so.
+        py_ok "$PYTHON" || return 1
+        PY=$(command -v "$PYTHON" || printf '%s' "$PYTHON")
+        return 0
+    fi
+    local name path
+    for name in python3.12 python3.11 python3.13 python3; do
+        path=$(command -v "$name") || continue
+        if py_ok "$path"; then
+            PY=$path
+            return 0
+        fi
+    done
+    return 1
+}
+
+find_uv() {
+    command -v uv 2>/dev/null && return 0
+    # The installer puts uv here, and this shell's PATH may not include it yet.
+    [[ -x $HOME/.local/bin/uv ]] && printf '%s\n' "$HOME/.local/bin/uv"
+}
+
+install_uv() {
+    local get
+    if command -v curl >/dev/null 2>&1; then
+        get="curl -LsSf"
+    elif command -v wget >/dev/null 2>&1; then
+        get="wget -qO-"
+    else
+        say "neither curl nor wget is installed, so uv cannot be downloaded"
+        return 1
+    fi
+    say "installing uv into ~/.local/bin with its official installer"
+    run sh -c "$get https://astral.sh/uv/install.sh | env UV_INSTALL_DIR=\"\$HOME/.local/bin\" sh"
+}
+
+# No Python >= 3.11 on the machine: set PY to one that uv provides.
+python_from_uv() {
+    local uv
+    uv=$(find_uv) || true
+    if [[ -z $uv ]]; then
+        if [[ -n ${JAXBOOK_NO_DOWNLOAD:-} ]]; then
+            say "uv is not installed, and JAXBOOK_NO_DOWNLOAD is set, so it is not downloaded"
+            return 1
+        fi
+        install_uv || return 1
+        uv=$(find_uv) || true
+        if [[ -z $uv ]]; then
+            [[ -n $DRY_RUN ]] || return 1
+            uv=uv # dry run: nothing was installed, so show the commands with the plain name
+        fi
+    fi
+    # A uv-managed Python may already exist (e.g. from an earlier run).
+    if PY=$("$uv" python find ">=3.$MIN_MINOR" 2>/dev/null); then
+        return 0
+    fi
+    say "no Python >= 3.$MIN_MINOR here: uv installs Python $UV_PYTHON"
+    run "$uv" python install "$UV_PYTHON" || return 1
+    if ! PY=$("$uv" python find "$UV_PYTHON" 2>/dev/null); then
+        [[ -n $DRY_RUN ]] || return 1
+        PY="\$($uv python find $UV_PYTHON)" # dry run: nothing was installed
+    fi
+}
+
+no_python_message() {
+    local rejected="none found" uv_state="not installed" fix
+    if ((${#REJECTED[@]})); then
+        rejected=$(printf '%s, ' "${REJECTED[@]}")
+        rejected=${rejected%, }
+    fi
+    find_uv >/dev/null && uv_state="installed, but it provided no Python"
+    if [[ -n ${JAXBOOK_NO_DOWNLOAD:-} ]]; then
+        fix="rerun without JAXBOOK_NO_DOWNLOAD (and with network access), so that the script"
+        fix+=" installs uv into ~/.local/bin and runs 'uv python install $UV_PYTHON'"
+    else
+        fix="check the network (uv and its Python are downloaded) and that curl or wget is"
+        fix+=" installed, then rerun"
+    fi
+    die "no Python >= 3.$MIN_MINOR was found, and the pinned jax $JAX_PIN needs one." \
+        "Looked for \$PYTHON (${PYTHON:-unset}), then python3.12, python3.11, python3.13 and" \
+        "python3 on PATH, then a uv-managed Python. Turned down: $rejected. uv: $uv_state." \
+        "To fix it, either $fix, or install Python 3.$MIN_MINOR+ (with its venv module) yourself" \
+        "and rerun as: PYTHON=/path/to/python3.12 bash tools/tpu_vm_install.sh"
+}
+
+# --- the jax version pinned in requirements.txt (jax[tpu] must match it)
+[[ -f requirements.txt ]] || die "requirements.txt not found: run this from the repository root."
+JAX_PIN=$(sed -n 's/^jax==\([0-9][0-9A-Za-z.]*\).*/\1/p' requirements.txt | sed -n 1p)
+[[ -n $JAX_PIN ]] || die "requirements.txt has no 'jax==X.Y.Z' line to take the version from."
+
+# --- the interpreter for .venv
+if [[ -x .venv/bin/python ]] && py_ok .venv/bin/python; then
+    say ".venv already has Python $(py_version .venv/bin/python): reusing it"
+else
+    if [[ -e .venv ]]; then
+        OLD=$(py_version .venv/bin/python || echo "a broken interpreter")
+        say ".venv has Python $OLD, older than 3.$MIN_MINOR: it will be recreated"
+        REJECTED=()   # .venv is not a candidate, so leave it out of the error message
+    fi
+    PY=""
+    find_python || python_from_uv || no_python_message
+    say "using $PY"
+    [[ -e .venv ]] && run rm -rf .venv
+    run "$PY" -m venv .venv ||
+        die "'$PY -m venv .venv' failed. On Ubuntu, install the venv package for that Python" \
+            "(e.g. sudo apt-get install python3.12-venv), or unset PYTHON so that uv provides one."
+fi
+
+# --- the book's packages, with the TPU build of the pinned jax (it brings a matching libtpu)
+say "installing requirements.txt and jax[tpu]==$JAX_PIN"
+run .venv/bin/python -m pip install -r requirements.txt "jax[tpu]==$JAX_PIN"
+
+printf '%s\n' "" \
+    "Done. Check that JAX sees the TPU (it should list TpuDevice entries, not CpuDevice):" \
+    "  .venv/bin/python -c \"import jax; print(jax.devices())\"" \
+    "Start Jupyter on the VM, then tunnel port 8888 from your machine" \
+    "(gcloud compute tpus tpu-vm ssh NAME --zone ZONE -- -L 8888:localhost:8888):" \
+    "  .venv/bin/jupyter lab --no-browser --port 8888"
