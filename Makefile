@@ -47,7 +47,7 @@ data:
 # _build/html/zh, where the language switch on every page expects it.
 book: $(STAMP)
 	$(BIN)/jupyter-book build . --toc book/_toc.yml --config _config.yml -W -n --keep-going
-	$(BIN)/jupyter-book build zh --toc zh/_toc.yml --config zh/_config.yml -W -n --keep-going
+	$(BIN)/jupyter-book build zh -W -n --keep-going  # its own zh/_toc.yml and zh/_config.yml
 	rm -rf _build/html/zh && cp -r zh/_build/html _build/html/zh
 
 lint: $(STAMP)

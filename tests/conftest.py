@@ -2,6 +2,7 @@
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -14,9 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK_DIR = ROOT / "notebooks"
 
 
-def toc_files() -> list[str]:
-    """Every `file:` entry of book/_toc.yml, in reading order, without suffix."""
-    toc = yaml.safe_load((ROOT / "book" / "_toc.yml").read_text())
+def toc_files(toc_path: Path = ROOT / "book" / "_toc.yml") -> list[str]:
+    """Every `file:` entry of a TOC (the English book/_toc.yml unless told), in reading
+    order, without suffix. zh/_toc.yml gives the Chinese edition's, relative to zh/."""
+    toc = yaml.safe_load(toc_path.read_text())
     files = [toc["root"]]
 
     def walk(entries):
@@ -70,7 +72,8 @@ ABSOLUTE_PATH = re.compile(r"(?<![\w.])/(root|home|work|Users|tmp|opt|usr/local)
 
 @pytest.fixture(scope="session")
 def built_site():
-    """Build the site once per test session into _build/html: (result, seconds, html folder).
+    """Build the site once per test session into _build/html, the Chinese edition into
+    _build/html/zh: (result of both builds, seconds, html folder).
 
     `--all` re-reads every page, so warnings from pages that did not change since the last
     build are reported again (`-W`: warnings are errors). Used by test_site.py and the
@@ -85,5 +88,21 @@ def built_site():
         capture_output=True,
         text=True,
     )
+    # The Chinese edition, as `make book` builds it: book root zh/, copied to html/zh.
+    zh_result = subprocess.run(
+        [str(jupyter_book), "build", "zh", "-W", "-n", "--keep-going", "--all"],  # zh/_toc.yml
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    html = ROOT / "_build" / "html"
+    if zh_result.returncode == 0 and html.exists():
+        shutil.rmtree(html / "zh", ignore_errors=True)
+        shutil.copytree(ROOT / "zh" / "_build" / "html", html / "zh")
     seconds = time.perf_counter() - start
-    return result, seconds, ROOT / "_build" / "html"
+    result = subprocess.CompletedProcess(
+        result.args, result.returncode or zh_result.returncode,
+        result.stdout + "\n--- Chinese edition (zh/) ---\n" + zh_result.stdout,
+        result.stderr + zh_result.stderr,
+    )
+    return result, seconds, html

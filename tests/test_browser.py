@@ -17,6 +17,11 @@ Chapter pages (notebooks/*.html) must also have a Colab link derived from the on
 repository setting in _config.yml, a download link for their .ipynb, previous/next
 navigation, copy buttons on code, and exercise solutions hidden behind a toggle.
 Screenshots of the landing page and of one chapter go to _build/screenshots/.
+
+The Chinese edition (_build/html/zh) gets the same checks, its Colab links open
+zh/notebooks/..., every page of both editions links to its twin in the other language,
+and a CJK font must be installed (tools/ensure_chromium.sh installs Noto CJK) so that the
+screenshot of a Chinese chapter shows characters, not empty boxes.
 """
 
 import functools
@@ -24,6 +29,7 @@ import http.server
 import os
 import re
 import shutil
+import subprocess
 import threading
 import urllib.error
 import urllib.parse
@@ -67,14 +73,19 @@ def repository_setting() -> tuple[str, str, str]:
     return match.group(1), match.group(2), repository.get("branch", "main")
 
 
-def colab_url(notebook_stem: str) -> str:
+def colab_url(notebook_stem: str, edition: str = "") -> str:
+    """The Colab link of a chapter; edition "zh/" for the Chinese notebook."""
     owner, repo, branch = repository_setting()
     return (f"https://colab.research.google.com/github/{owner}/{repo}/blob/{branch}"
-            f"/notebooks/{notebook_stem}.ipynb")
+            f"/{edition}notebooks/{notebook_stem}.ipynb")
 
 
-# Every page a reader can reach: the TOC's pages plus Sphinx's own.
-PAGES = [f"{name}.html" for name in toc_files()] + ["genindex.html", "search.html"]
+ZH_TOC = ROOT / "zh" / "_toc.yml"
+# Every page a reader can reach: the TOC's pages plus Sphinx's own, in both editions.
+TOC_PAGES = [f"{name}.html" for name in toc_files()]
+ZH_TOC_PAGES = [f"zh/{name}.html" for name in toc_files(ZH_TOC)]
+PAGES = (TOC_PAGES + ["genindex.html", "search.html"]
+         + ZH_TOC_PAGES + ["zh/genindex.html", "zh/search.html"])
 
 
 class QuietHandler(http.server.SimpleHTTPRequestHandler):
@@ -268,21 +279,32 @@ def test_page_loads_cleanly(visit, site_url, path):
     if f"https://github.com/{owner}/{repo}" not in repository_links:
         problems.append("no repository link in the page header")
 
+    if path in TOC_PAGES or path in ZH_TOC_PAGES:
+        twin = path.removeprefix("zh/") if path.startswith("zh/") else "zh/" + path
+        switch = page.locator("p.language-switch a")
+        if switch.count() != 1:
+            problems.append(f"{switch.count()} language switches (one expected)")
+        elif switch.first.evaluate("a => a.href") != site_url + twin:
+            problems.append(f"language switch goes to {switch.first.evaluate('a => a.href')}, "
+                            f"not to {site_url + twin}")
+
     assert not problems, f"{path}:\n" + "\n".join(problems)
 
 
 CHAPTER_PAGES = [f"{name}.html" for name in toc_files() if name.startswith("notebooks/")]
+ZH_CHAPTER_PAGES = [f"zh/{page}" for page in CHAPTER_PAGES]
 
 
-@pytest.mark.parametrize("path", CHAPTER_PAGES)
+@pytest.mark.parametrize("path", CHAPTER_PAGES + ZH_CHAPTER_PAGES)
 def test_chapter_page_has_reader_features(visit, path):
     page = visit(path).page
     stem = Path(path).stem
     hrefs = page.evaluate("Array.from(document.querySelectorAll('a[href]')).map(a => a.href)")
     problems = []
 
-    if colab_url(stem) not in hrefs:
-        problems.append(f"no Colab link {colab_url(stem)}")
+    expected_colab = colab_url(stem, "zh/" if path.startswith("zh/") else "")
+    if expected_colab not in hrefs:
+        problems.append(f"no Colab link {expected_colab}")
     if not any(href.endswith(f"_sources/notebooks/{stem}.ipynb") for href in hrefs):
         problems.append("no download link for the .ipynb")
     if not page.locator(".prev-next-area a").count():
@@ -303,12 +325,13 @@ def test_chapter_page_has_reader_features(visit, path):
     assert not problems, f"{path}:\n" + "\n".join(problems)
 
 
-def test_root_redirects_to_the_landing_page(browser, site_url):
+@pytest.mark.parametrize("edition", ["", "zh/"])
+def test_root_redirects_to_the_landing_page(browser, site_url, edition):
     context = browser.new_context()
     try:
         page = context.new_page()
-        page.goto(site_url + "index.html")
-        page.wait_for_url("**/book/intro.html", timeout=PAGE_TIMEOUT_MS)
+        page.goto(site_url + edition + "index.html")
+        page.wait_for_url(f"**/{edition}book/intro.html", timeout=PAGE_TIMEOUT_MS)
         assert page.title().startswith("Hands-on JAX")
     finally:
         context.close()
@@ -322,6 +345,11 @@ def test_every_built_chapter_has_a_colab_link(built_site):
     missing = [page.name for page in chapters
                if colab_url(page.stem) not in page.read_text(encoding="utf-8")]
     assert not missing, f"chapter pages without a Colab link: {missing}"
+    zh_chapters = sorted((html / "zh" / "notebooks").glob("*.html"))
+    assert [page.name for page in zh_chapters] == [page.name for page in chapters]
+    missing = [page.name for page in zh_chapters
+               if colab_url(page.stem, "zh/") not in page.read_text(encoding="utf-8")]
+    assert not missing, f"Chinese chapter pages without a Colab link to zh/: {missing}"
 
 
 def test_search_finds_pages(visit):
@@ -348,6 +376,25 @@ def test_screenshots_of_landing_page_and_a_chapter(visit):
         chapter.screenshot(path=str(SCREENSHOTS / "chapter_figure.png"))
     print(f"screenshots in {SCREENSHOTS}: landing.png, chapter*.png ({chapters[0]})")
     assert (SCREENSHOTS / "landing.png").stat().st_size > 10_000
+
+
+def test_chinese_pages_render_with_a_cjk_font(visit):
+    """Chromium takes its fonts from fontconfig: without a CJK font, Chinese is boxes."""
+    fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True)
+    assert fonts.stdout.strip(), (
+        "no CJK font for Chromium (fc-list :lang=zh is empty): tools/ensure_chromium.sh "
+        "installs Debian's fonts-noto-cjk"
+    )
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page_visit = visit("zh/notebooks/02_autodiff.html")
+    page = page_visit.page
+    assert page.evaluate("document.documentElement.lang").startswith("zh")
+    heading = page.locator("h1").first.inner_text()
+    assert re.search(r"[\u4e00-\u9fff]", heading), heading
+    page.screenshot(path=str(SCREENSHOTS / "zh_chapter.png"))
+    page.screenshot(path=str(SCREENSHOTS / "zh_chapter_full.png"), full_page=True)
+    print(f"CJK fonts: {fonts.stdout.split(chr(10))[0]}; screenshot zh_chapter.png")
+    assert not page_visit.problems, "\n".join(page_visit.problems)
 
 
 def _figure_count(path: str) -> int:

@@ -12,6 +12,12 @@
    equal); the second copy throws "Identifier 'THEBE_JS_URL' has already been declared"
    in the browser console, which the browser test (tests/test_browser.py) fails on. Exact
    duplicates of a script are dropped from each page before it is written.
+
+3. Language switch. The English site is built into _build/html and the Chinese edition
+   (book root zh/, same page names) into _build/html/zh. Every page of either gets a link
+   to the same page in the other language at the top of its article; the config value
+   `jaxbook_language` ("en" or "zh", set in each edition's _config.yml) says which side
+   this build is.
 """
 
 import re
@@ -76,7 +82,25 @@ def _drop_duplicate_scripts(app, pagename, templatename, context, doctree):
     scripts[:] = unique
 
 
+LANGUAGE_SWITCH = (
+    '<p class="language-switch"><a href="{href}" hreflang="{code}" lang="{code}">{label}</a></p>\n'
+)
+
+
+def _add_language_switch(app, pagename, templatename, context, doctree):
+    if doctree is None or "body" not in context:  # search page, index: no article
+        return
+    up = "../" * pagename.count("/")
+    if app.config.jaxbook_language == "zh":
+        href, code, label = f"../{up}{pagename}.html", "en", "English"
+    else:
+        href, code, label = f"{up}zh/{pagename}.html", "zh-Hans", "中文"
+    context["body"] = LANGUAGE_SWITCH.format(href=href, code=code, label=label) + context["body"]
+
+
 def setup(app):
+    app.add_config_value("jaxbook_language", "en", "html")
+    app.connect("html-page-context", _add_language_switch)
     # Run after the other extensions have added their per-page scripts.
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
     app.connect("doctree-resolved", _alt_text_for_figures)

@@ -1,0 +1,108 @@
+"""The Chinese edition (zh/) stays the English book, translated.
+
+Each zh/notebooks/NN_name.ipynb is its English twin with the markdown translated: the same
+cells (paired by cell id), the same code once comments are stripped, the same stored
+outputs. nbval re-executes only the English notebooks, so these checks are what make the
+Chinese pages tested too: an English chapter changed without its Chinese twin fails here.
+`python tools/zh_sync.py` brings the code and outputs across (see its docstring); a changed
+English paragraph is reported until its translation is updated and stamped.
+"""
+
+import copy
+import re
+import sys
+
+import pytest
+import yaml
+from conftest import NOTEBOOK_DIR, ROOT, load, toc_files
+
+sys.path.insert(0, str(ROOT / "tools"))
+import zh_sync  # noqa: E402
+
+ZH = ROOT / "zh"
+CJK = re.compile(r"[\u4e00-\u9fff]")
+
+
+def test_every_chinese_notebook_matches_its_english_twin():
+    problems = zh_sync.check_all()
+    report = "\n".join(
+        f"{name}:\n" + "\n".join(f"  {line}" for line in found) for name, found in problems.items()
+    )
+    assert not problems, (
+        "the Chinese notebooks drifted from the English ones; run `python tools/zh_sync.py`, "
+        "translate what it reports and stamp it (`--stamp NB`):\n" + report
+    )
+
+
+def test_every_english_notebook_has_a_chinese_twin():
+    english = sorted(path.name for path in NOTEBOOK_DIR.glob("*.ipynb"))
+    chinese = sorted(path.name for path in (ZH / "notebooks").glob("*.ipynb"))
+    assert english == chinese
+
+
+def test_chinese_toc_mirrors_the_english_one():
+    english = toc_files()
+    chinese = toc_files(ZH / "_toc.yml")
+    assert chinese == english, "zh/_toc.yml must list the same pages in the same order"
+    missing = [name for name in chinese
+               if not any((ZH / f"{name}{suffix}").exists() for suffix in (".md", ".ipynb"))]
+    assert not missing, f"pages in zh/_toc.yml that zh/ lacks: {missing}"
+    captions = [part["caption"] for part in yaml.safe_load((ZH / "_toc.yml").read_text())["parts"]]
+    assert all(CJK.search(caption) for caption in captions), captions
+
+
+@pytest.mark.parametrize("page", sorted((ROOT / "book").glob("*.md")), ids=lambda p: p.name)
+def test_every_prose_page_is_translated(page):
+    twin = ZH / "book" / page.name
+    assert twin.exists(), f"no Chinese {twin.relative_to(ROOT)}"
+    text = twin.read_text(encoding="utf-8")
+    assert len(CJK.findall(text)) > 100, f"{twin.relative_to(ROOT)} is hardly Chinese"
+    # The same figures and the same links to chapters as the English page.
+    def targets(markdown):
+        return sorted(re.findall(r"\]\((\.\./notebooks/[\w.]+)\)", markdown))
+    assert targets(text) == targets(page.read_text(encoding="utf-8"))
+
+
+def test_chinese_config_differs_from_the_english_only_where_it_must():
+    english = yaml.safe_load((ROOT / "_config.yml").read_text())
+    chinese = yaml.safe_load((ZH / "_config.yml").read_text())
+
+    def neutral(config):
+        config = copy.deepcopy(config)
+        config.pop("title")
+        config.pop("exclude_patterns")
+        config["repository"].pop("path_to_book")
+        config["html"].pop("extra_footer")
+        config["sphinx"].pop("local_extensions")
+        for key in ("jaxbook_language", "language", "html_static_path"):
+            config["sphinx"]["config"].pop(key, None)
+        return config
+
+    assert neutral(chinese) == neutral(english)
+    assert chinese["repository"]["path_to_book"] == "zh"  # Colab opens zh/notebooks/...
+    assert chinese["sphinx"]["config"]["jaxbook_language"] == "zh"
+    assert english["sphinx"]["config"]["jaxbook_language"] == "en"
+
+
+def test_a_changed_english_code_cell_is_reported():
+    """The drift check itself: change one English code cell, keep the Chinese twin."""
+    name = "01_jax_numpy.ipynb"
+    english, chinese = load(NOTEBOOK_DIR / name), load(ZH / "notebooks" / name)
+    cell = next(c for c in english["cells"] if c["cell_type"] == "code" and c.get("outputs"))
+    cell["source"] = zh_sync.source_text(cell) + "\nprint('one more line')"
+    _, problems = zh_sync.synced(english, chinese)
+    assert any(cell["id"] in line and "code differs" in line for line in problems), problems
+
+    english = load(NOTEBOOK_DIR / name)
+    cell = next(c for c in english["cells"] if c["cell_type"] == "code" and c.get("outputs"))
+    cell["outputs"] = []
+    _, problems = zh_sync.synced(english, chinese)
+    assert any(cell["id"] in line and "outputs differ" in line for line in problems), problems
+
+
+def test_translated_comments_do_not_count_as_drift():
+    english = "x = 1  # one\n# a note\ny = x + 1\n"
+    chinese = "x = 1  # 一\n# 说明\ny = x + 1\n"
+    assert zh_sync.same_code(english, chinese)
+    assert not zh_sync.same_code(english, chinese.replace("x + 1", "x + 2"))
+    assert not zh_sync.same_code("# NBVAL_IGNORE_OUTPUT\nx = 1\n", "x = 1\n")
