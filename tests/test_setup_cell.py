@@ -1,0 +1,88 @@
+"""The first code cell of every chapter: what it installs, and when it asks for a restart.
+
+The cell runs here with `importlib.metadata.version`, `importlib.util.find_spec`,
+`shutil.which`, `os.path.exists` and `subprocess.run` replaced, so each case (Colab's JAX,
+an old JAX on a CPU, GPU or TPU machine, no JAX at all) is checked without installing
+anything.
+"""
+
+import importlib.metadata
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+from conftest import all_notebooks, code_cells, load, source
+
+SETUP_CELLS = {path.name: source(code_cells(load(path))[0]) for path in all_notebooks()}
+
+
+def run_setup(code, monkeypatch, capsys, *, jax=None, missing=(), tpu=False, gpu=False):
+    """Execute a setup cell in a faked environment: (pip arguments or None, printed text)."""
+    calls = []
+
+    def version(name):
+        if name == "jax" and jax is not None:
+            return jax
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    real_find_spec = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        if name in missing:
+            return None
+        if name == "libtpu":
+            return object() if tpu else None
+        return real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/nvidia-smi" if gpu else None)
+    monkeypatch.setattr(os.path, "exists", lambda path: False)
+    monkeypatch.setattr(subprocess, "run", lambda args, **kwargs: calls.append(args))
+    exec(compile(code, "<setup cell>", "exec"), {})
+    assert len(calls) <= 1, "the setup cell should call pip at most once"
+    pip = calls[0][calls[0].index("install") + 1:] if calls else None
+    return pip, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", sorted(SETUP_CELLS))
+def test_every_chapter_starts_with_the_same_setup_cell(name):
+    template = re.sub(r"CHAPTER_PACKAGES = \[.*\]", "", SETUP_CELLS["00_setup.ipynb"])
+    assert re.sub(r"CHAPTER_PACKAGES = \[.*\]", "", SETUP_CELLS[name]) == template
+
+
+@pytest.mark.parametrize("jax_version", ["0.7.2", "0.10.2", "0.8.0rc1"])
+def test_new_enough_jax_installs_nothing_and_prints_nothing(jax_version, monkeypatch, capsys):
+    pip, printed = run_setup(SETUP_CELLS["00_setup.ipynb"], monkeypatch, capsys, jax=jax_version)
+    assert pip is None and printed == ""
+
+
+@pytest.mark.parametrize(
+    ("tpu", "gpu", "wheel"),
+    [(False, False, "jax"), (False, True, "jax[cuda12]"), (True, False, "jax[tpu]")],
+)
+def test_old_jax_is_upgraded_for_the_hardware_then_a_restart_is_asked(
+    tpu, gpu, wheel, monkeypatch, capsys
+):
+    pip, printed = run_setup(
+        SETUP_CELLS["00_setup.ipynb"], monkeypatch, capsys, jax="0.4.30", tpu=tpu, gpu=gpu
+    )
+    assert pip == ["--quiet", "--upgrade", wheel]
+    assert "Restart the runtime" in printed and printed.count("\n") <= 2
+
+
+def test_missing_jax_is_installed_without_a_restart(monkeypatch, capsys):
+    pip, printed = run_setup(SETUP_CELLS["00_setup.ipynb"], monkeypatch, capsys, jax=None)
+    assert pip == ["--quiet", "--upgrade", "jax"]
+    assert printed == ""  # nothing was loaded yet, so nothing needs a restart
+
+
+def test_missing_chapter_packages_are_installed_in_one_call(monkeypatch, capsys):
+    pip, printed = run_setup(
+        SETUP_CELLS["07_optax_training.ipynb"], monkeypatch, capsys, jax="0.7.2",
+        missing=("optax", "tqdm"),
+    )
+    assert pip == ["--quiet", "optax", "tqdm"] and printed == ""
