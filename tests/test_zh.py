@@ -74,7 +74,8 @@ def test_chinese_config_differs_from_the_english_only_where_it_must():
         config["repository"].pop("path_to_book")
         config["html"].pop("extra_footer")
         config["sphinx"].pop("local_extensions")
-        for key in ("jaxbook_language", "language", "html_static_path"):
+        for key in ("jaxbook_language", "language", "html_static_path",
+                    "nb_code_prompt_show", "nb_code_prompt_hide"):
             config["sphinx"]["config"].pop(key, None)
         return config
 
