@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "tools" / "tpu_vm_install.sh"
 BASH = shutil.which("bash") or "/bin/bash"
 TOOLS = ("sed", "dirname", "rm")  # the external commands the script runs besides Python/uv
@@ -34,13 +34,14 @@ exit 3
 """
 
 
-def real_python() -> str | None:
+@pytest.fixture
+def python() -> str:
     """A real interpreter >= 3.11 that is not on the test PATH (pyenv's, on this machine)."""
     for pattern in ("3.12.*/bin/python3.12", "3.13.*/bin/python3.13"):
         found = sorted(glob.glob(f"/root/.pyenv/versions/{pattern}"))
         if found:
             return found[-1]
-    return None
+    pytest.skip("no Python 3.12/3.13 under /root/.pyenv/versions")
 
 
 def write_exe(path: Path, text: str) -> None:
@@ -106,10 +107,7 @@ def test_python_310_given_as_PYTHON_is_refused(sandbox):
     assert "old-python (3.10)" in result.stderr
 
 
-def test_new_enough_python_creates_venv_and_installs_jax_tpu(sandbox):
-    python = real_python()
-    if python is None:
-        pytest.skip("no Python 3.12/3.13 under /root/.pyenv/versions")
+def test_new_enough_python_creates_venv_and_installs_jax_tpu(sandbox, python):
     write_exe(sandbox / "bin" / "python3.11", FAKE_PY310)  # a stale one is passed over
     (sandbox / "bin" / "python3").symlink_to(python)
     result = run_script(sandbox, JAXBOOK_NO_DOWNLOAD="1")
@@ -122,10 +120,7 @@ def test_new_enough_python_creates_venv_and_installs_jax_tpu(sandbox):
     assert not (sandbox / "repo" / ".venv").exists()  # a dry run changes nothing
 
 
-def test_existing_good_venv_is_reused(sandbox):
-    python = real_python()
-    if python is None:
-        pytest.skip("no Python 3.12/3.13 under /root/.pyenv/versions")
+def test_existing_good_venv_is_reused(sandbox, python):
     venv_bin = sandbox / "repo" / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     (venv_bin / "python").symlink_to(python)
@@ -136,10 +131,7 @@ def test_existing_good_venv_is_reused(sandbox):
     assert f"[dry run] {pip_line()}" in result.stdout
 
 
-def test_old_venv_is_recreated(sandbox):
-    python = real_python()
-    if python is None:
-        pytest.skip("no Python 3.12/3.13 under /root/.pyenv/versions")
+def test_old_venv_is_recreated(sandbox, python):
     venv_bin = sandbox / "repo" / ".venv" / "bin"
     venv_bin.mkdir(parents=True)
     write_exe(venv_bin / "python", FAKE_PY310)

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import zh_sync  # noqa: E402
 
 ZH = ROOT / "zh"
-CJK = re.compile(r"[\u4e00-\u9fff]")
+CJK = zh_sync.CJK
 
 
 def test_every_chinese_notebook_matches_its_english_twin():
