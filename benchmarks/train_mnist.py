@@ -111,7 +111,8 @@ def peak_rss_mb():
 def first_reaching(history, threshold):
     """Seconds of the first evaluation at or above threshold, or None."""
     # An accuracy is k / 10000 in float32: round, so that 9800 correct count as 98.0%.
-    return next((seconds for seconds, acc in history if round(acc, 6) >= threshold), None)
+    return next((round(seconds, 3) for seconds, acc in history if round(acc, 6) >= threshold),
+                None)
 
 
 def spread(values):
