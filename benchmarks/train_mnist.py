@@ -115,6 +115,18 @@ def first_reaching(history, threshold):
                 None)
 
 
+def history_fields(history, examples):
+    """The fields both pipelines report from [(training seconds, test accuracy)]."""
+    return {
+        "train_seconds": round(history[-1][0], 3),
+        "test_accuracy": round(history[-1][1], 4),
+        "seconds_to_96_7": first_reaching(history, 0.967),
+        "seconds_to_98_0": first_reaching(history, 0.980),
+        "end_to_end_samples_per_second": round(examples / history[-1][0]),
+        "accuracy_history": [round(acc, 4) for _, acc in history],
+    }
+
+
 def spread(values):
     values = [value for value in values if value is not None]
     if not values:
@@ -211,15 +223,10 @@ def run_baseline(seed, n_epochs=8, batch_size=128, step_size=0.01):
                     "SGD 0.01, batch 128)",
         "seed": seed,
         "epochs": n_epochs,
-        "train_seconds": round(history[-1][0], 3),
-        "test_accuracy": round(history[-1][1], 4),
-        "seconds_to_96_7": first_reaching(history, 0.967),
-        "seconds_to_98_0": first_reaching(history, 0.980),
-        "end_to_end_samples_per_second": round(total_steps * batch_size / history[-1][0]),
+        **history_fields(history, total_steps * batch_size),
         "step_alone_ms": round(step_seconds * 1e3, 3),
         "step_alone_gflops": round(batch_size * train_flops_per_example() / step_seconds / 1e9,
                                    1),
-        "accuracy_history": [round(acc, 4) for _, acc in history],
     }
 
 
@@ -335,19 +342,13 @@ def run_fast(seed, hyper=CHOSEN):
     _, history = train(hyper, seed, images, jnp.asarray(labels), test_images,
                        jnp.asarray(test_labels), every_chunk=True,
                        seconds_before=time.perf_counter() - start)
-    examples = N_EPOCHS * len(labels)
     return {
         "pipeline": "fast (chapter 8: device-resident data, lax.scan, donation, Adam, "
                     "batch 500)",
         "seed": seed,
         "hyper_parameters": hyper,
         "epochs": N_EPOCHS,
-        "train_seconds": round(history[-1][0], 3),
-        "test_accuracy": round(history[-1][1], 4),
-        "seconds_to_96_7": first_reaching(history, 0.967),
-        "seconds_to_98_0": first_reaching(history, 0.980),
-        "end_to_end_samples_per_second": round(examples / history[-1][0]),
-        "accuracy_history": [round(acc, 4) for _, acc in history],
+        **history_fields(history, N_EPOCHS * len(labels)),
         "history": history,
     }
 

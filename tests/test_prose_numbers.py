@@ -16,24 +16,10 @@ from conftest import ROOT, all_notebooks
 sys.path.insert(0, str(ROOT / "tools"))
 import prose_numbers  # noqa: E402
 
-# Chapters whose prose their owners are revising now: the check runs, reading the same
-# allow-list, but a failure does not fail the suite yet. Remove a name once it passes.
-PENDING: set[str] = set()
-PENDING_MARK = pytest.mark.xfail(
-    reason="prose being revised by the chapter's owners; remove from PENDING once it passes",
-    strict=False,
-)
 ALLOWED = prose_numbers.load_allowed()
 
 
-def chapter_params():
-    return [
-        pytest.param(path, id=path.name, marks=[PENDING_MARK] if path.name in PENDING else [])
-        for path in all_notebooks()
-    ]
-
-
-@pytest.mark.parametrize("path", chapter_params())
+@pytest.mark.parametrize("path", all_notebooks(), ids=lambda path: path.name)
 def test_prose_numbers_are_in_the_stored_outputs(path):
     offenders = prose_numbers.check(path, ALLOWED)
     assert not offenders, (
