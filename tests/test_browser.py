@@ -38,6 +38,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+
 from conftest import ROOT, toc_files
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")

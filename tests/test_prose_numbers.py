@@ -11,6 +11,7 @@ prints the same report.
 import sys
 
 import pytest
+
 from conftest import ROOT, all_notebooks
 
 sys.path.insert(0, str(ROOT / "tools"))

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 
 import pytest
+
 from conftest import all_notebooks, code_cells, load, source
 
 SETUP_CELLS = {path.name: source(code_cells(load(path))[0]) for path in all_notebooks()}

@@ -7,6 +7,7 @@ The `built_site` fixture (tests/conftest.py) builds once per session; the browse
 import re
 
 import yaml
+
 from conftest import ROOT, toc_files
 
 # The issue asks for a site build (no execution) under 60 s on the 2-core CI machine; it

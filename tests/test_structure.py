@@ -4,6 +4,7 @@ import getpass
 import re
 
 import pytest
+
 from conftest import (
     ABSOLUTE_PATH,
     NOTEBOOK_PARAMS,

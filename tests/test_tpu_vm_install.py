@@ -1,4 +1,4 @@
-"""tools/tpu_vm_install.sh finds a Python >= 3.11 (or gets one from uv) and installs jax[tpu].
+"""tools/tpu_vm_install.sh finds a Python >= 3.12 (or gets one from uv) and installs jax[tpu].
 
 Every run is a dry run (JAXBOOK_DRY_RUN=1) in a temporary copy holding only the script and
 requirements.txt. PATH holds fake interpreters and the few tools the script needs, so nothing
@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from conftest import ROOT
 
 SCRIPT = ROOT / "tools" / "tpu_vm_install.sh"
@@ -22,8 +23,10 @@ JAX_PIN = re.search(r"^jax==(\S+)", (ROOT / "requirements.txt").read_text(), re.
 
 # Answers every `python -c ...` (the script's version query) with 3.10, like Ubuntu 22.04's python3.
 FAKE_PY310 = "#!/bin/sh\necho 3.10\n"
+# A Python 3.11: new enough for the old pin, too old for jax 0.12.
+FAKE_PY311 = "#!/bin/sh\necho 3.11\n"
 
-# A uv that knows no Python >= 3.11 and refuses everything else, so a dry run must not call it.
+# A uv that knows no Python >= 3.12 and refuses everything else, so a dry run must not call it.
 FAKE_UV = """#!/bin/sh
 if [ "$1 $2" = "python find" ]; then
     echo "error: No interpreter found for Python $3" >&2
@@ -36,7 +39,7 @@ exit 3
 
 @pytest.fixture
 def python() -> str:
-    """A real interpreter >= 3.11 that is not on the test PATH (pyenv's, on this machine)."""
+    """A real interpreter >= 3.12 that is not on the test PATH (pyenv's, on this machine)."""
     for pattern in ("3.12.*/bin/python3.12", "3.13.*/bin/python3.13"):
         found = sorted(glob.glob(f"/root/.pyenv/versions/{pattern}"))
         if found:
@@ -90,7 +93,7 @@ def test_only_python_310_offline_stops_with_a_clear_message(sandbox):
     assert result.returncode == 1, result.stdout + result.stderr
     assert "Traceback" not in result.stderr
     err = result.stderr
-    assert "error: no Python >= 3.11 was found" in err
+    assert "error: no Python >= 3.12 was found" in err
     assert "python3 (3.10)" in err  # says what it looked at and why it said no
     assert "uv: not installed" in err
     assert "JAXBOOK_NO_DOWNLOAD" in err and "PYTHON=/path/to/python3.12" in err  # what to do
@@ -108,7 +111,8 @@ def test_python_310_given_as_PYTHON_is_refused(sandbox):
 
 
 def test_new_enough_python_creates_venv_and_installs_jax_tpu(sandbox, python):
-    write_exe(sandbox / "bin" / "python3.11", FAKE_PY310)  # a stale one is passed over
+    write_exe(sandbox / "bin" / "python3.12", FAKE_PY311)  # judged by its version, not its name
+    write_exe(sandbox / "bin" / "python3.13", FAKE_PY310)  # a stale one is passed over
     (sandbox / "bin" / "python3").symlink_to(python)
     result = run_script(sandbox, JAXBOOK_NO_DOWNLOAD="1")
     assert result.returncode == 0, result.stdout + result.stderr
@@ -138,7 +142,7 @@ def test_old_venv_is_recreated(sandbox, python):
     result = run_script(sandbox, PYTHON=python)
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
-    assert ".venv has Python 3.10, older than 3.11: it will be recreated" in out
+    assert ".venv has Python 3.10, older than 3.12: it will be recreated" in out
     assert out.index("[dry run] rm -rf .venv") < out.index(f"[dry run] {python} -m venv .venv")
     assert f"[dry run] {pip_line()}" in out
     assert (venv_bin / "python").exists()  # the dry run removed nothing

@@ -14,6 +14,7 @@ import sys
 
 import pytest
 import yaml
+
 from conftest import NOTEBOOK_DIR, ROOT, load, toc_files
 
 sys.path.insert(0, str(ROOT / "tools"))
