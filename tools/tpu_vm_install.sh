@@ -3,20 +3,20 @@
 #
 #   bash tools/tpu_vm_install.sh
 #
-# The pinned jax needs Python >= 3.11. The TPU VM images (tpu-ubuntu2204-base, ...) are
+# The pinned jax (0.11 and newer) needs Python >= 3.12. The TPU VM images (tpu-ubuntu2204-base, ...) are
 # Ubuntu 22.04 and ship Python 3.10, so this script looks for a newer Python. If it finds
 # none, it lets uv install one. Running it again is safe: a good .venv is reused.
 #
 # Environment variables:
-#   PYTHON=/path/to/python   use this interpreter (it must be >= 3.11)
+#   PYTHON=/path/to/python   use this interpreter (it must be >= 3.12)
 #   JAXBOOK_NO_DOWNLOAD=1    never download uv (an offline VM)
 #   JAXBOOK_DRY_RUN=1        print the install commands instead of running them
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-MIN_MINOR=11   # Python 3.11
-UV_PYTHON=3.12 # what uv installs: newer than the minimum, so a later jax bump still fits
+MIN_MINOR=12   # Python 3.12
+UV_PYTHON=3.12 # what uv installs: the version the book's outputs come from
 DRY_RUN=${JAXBOOK_DRY_RUN:-}
 REJECTED=()    # "name (version)" of every interpreter looked at and turned down
 
@@ -46,7 +46,7 @@ py_version() {
     "$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null
 }
 
-# True if $1 runs and is Python 3.11 or newer. Otherwise it is noted in REJECTED.
+# True if $1 runs and is Python 3.12 or newer. Otherwise it is noted in REJECTED.
 py_ok() {
     local version
     if ! version=$(py_version "$1"); then
@@ -60,7 +60,7 @@ py_ok() {
     return 1
 }
 
-# Set PY to the first Python >= 3.11 on this machine. (Globals, not $(...): a subshell would
+# Set PY to the first Python >= 3.12 on this machine. (Globals, not $(...): a subshell would
 # lose what REJECTED records.)
 find_python() {
     if [[ -n ${PYTHON:-} ]]; then
@@ -70,7 +70,7 @@ find_python() {
         return 0
     fi
     local name path
-    for name in python3.12 python3.11 python3.13 python3; do
+    for name in python3.12 python3.13 python3.14 python3; do
         path=$(command -v "$name") || continue
         if py_ok "$path"; then
             PY=$path
@@ -100,7 +100,7 @@ install_uv() {
     run sh -c "$get https://astral.sh/uv/install.sh | env UV_INSTALL_DIR=\"\$HOME/.local/bin\" sh"
 }
 
-# No Python >= 3.11 on the machine: set PY to one that uv provides.
+# No Python >= 3.12 on the machine: set PY to one that uv provides.
 python_from_uv() {
     local uv
     uv=$(find_uv) || true
@@ -143,7 +143,7 @@ no_python_message() {
         fix+=" installed, then rerun"
     fi
     die "no Python >= 3.$MIN_MINOR was found, and the pinned jax $JAX_PIN needs one." \
-        "Looked for \$PYTHON (${PYTHON:-unset}), then python3.12, python3.11, python3.13 and" \
+        "Looked for \$PYTHON (${PYTHON:-unset}), then python3.12, python3.13, python3.14 and" \
         "python3 on PATH, then a uv-managed Python. Turned down: $rejected. uv: $uv_state." \
         "To fix it, either $fix, or install Python 3.$MIN_MINOR+ (with its venv module) yourself" \
         "and rerun as: PYTHON=/path/to/python3.12 bash tools/tpu_vm_install.sh"
