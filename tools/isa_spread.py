@@ -65,14 +65,16 @@ def run(paths, isas):
 
 
 def texts(cell):
-    found = []
+    """The cell's text outputs, streams joined by name as nbval does (a stream may arrive
+    in one piece or several)."""
+    streams, found = {}, []
     for output in cell.get("outputs", []):
         if output.get("output_type") == "stream":
-            found.append(output["text"])
+            streams[output["name"]] = streams.get(output["name"], "") + output["text"]
         for mime in ("text/plain", "text/html"):
             if mime in output.get("data", {}):
                 found.append(output["data"][mime])
-    return "\n".join(found)
+    return "\n".join([*streams.values(), *found])
 
 
 def compare(stored_text, run_text):
