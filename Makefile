@@ -12,13 +12,14 @@ MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
 
-.PHONY: help install data book test test-compat test-isa lint bench execute execute-all clean
+.PHONY: help install data book test test-compat test-isa test-tpu-vm lint bench execute execute-all clean
 
 help:
 	@echo "make book    build the website into _build/html"
 	@echo "make test    run every test (installs what it needs)"
 	@echo "make test-compat   run every chapter alone with Colab's versions (.venv-colab)"
 	@echo "make test-isa      re-run the training chapters with XLA capped at another instruction set"
+	@echo "make test-tpu-vm   walk the TPU VM path (install script from Python 3.10, Jupyter server)"
 	@echo "make bench   run the Part II training benchmark"
 	@echo "make execute NB=notebooks/01_jax_numpy.ipynb   re-run one notebook in place"
 	@echo "make clean   remove the build, the venv and the data copy"
@@ -76,6 +77,12 @@ ISA_CHAPTERS ?= notebooks/06_mlp_from_scratch.ipynb notebooks/07_optax_training.
   notebooks/08_fast_training.ipynb
 test-isa: $(STAMP) data
 	XLA_FLAGS="$$XLA_FLAGS --xla_cpu_max_isa=$(ISA)" $(BIN)/python -m pytest $(ISA_CHAPTERS)
+
+# The TPU VM path for real, without a TPU: tools/tpu_vm_install.sh from a Python-3.10-only
+# PATH (a uv shim hands over a local 3.12), jax[tpu] with libtpu, a Jupyter server that runs
+# chapter 1. About 3 minutes and a second .venv of ~7 GB in a temporary folder, removed after.
+test-tpu-vm: $(STAMP) data
+	$(BIN)/python tools/tpu_vm_walk.py
 
 bench: $(STAMP) data
 	$(BIN)/python benchmarks/train_mnist.py
