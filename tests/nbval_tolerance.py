@@ -91,15 +91,18 @@ def number_problems(stored: str, computed: str, tolerance: dict) -> list[str] | 
     return problems
 
 
-def _text_fields(output):
-    """(container, key) of every string field nbval compares in one output."""
-    for key, field in output.items():
+def _text_pairs(test_output, ref_output):
+    """(computed container, key, stored text) for every string field nbval compares in a
+    pair of outputs, the computed one to be edited in place."""
+    for key, field in test_output.items():
         if key == "data":
             for mime, data in field.items():
-                if isinstance(data, str):
-                    yield field, mime
+                stored = ref_output.get("data", {}).get(mime)
+                if isinstance(data, str) and isinstance(stored, str):
+                    yield field, mime, stored
         elif isinstance(field, str) and key not in ("output_type", "name"):
-            yield output, key
+            if isinstance(ref_output.get(key), str):
+                yield test_output, key, ref_output[key]
 
 
 _plain_compare = IPyNbCell.compare_outputs
@@ -117,13 +120,8 @@ def compare_outputs(self, test, ref, skip_compare=None):
     problems = []
     if len(adjusted) == len(ref):
         for test_output, ref_output in zip(adjusted, ref, strict=True):
-            for container, key in list(_text_fields(test_output)):
-                stored = (ref_output.get("data", {}) if container is not test_output
-                          else ref_output).get(key)
-                if not isinstance(stored, str):
-                    continue
-                computed = container[key]
-                found = number_problems(self.sanitize(stored), self.sanitize(computed),
+            for container, key, stored in list(_text_pairs(test_output, ref_output)):
+                found = number_problems(self.sanitize(stored), self.sanitize(container[key]),
                                         tolerance)
                 if found == []:
                     container[key] = stored

@@ -17,7 +17,9 @@ from nbclient import NotebookClient
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
 
-def execute(path: Path) -> float:
+def execute(path: Path, target: Path | None = None) -> float:
+    """Run `path` in a fresh kernel (working directory: its folder) and write the result to
+    `target`, by default `path` itself. Returns the seconds it took."""
     notebook = nbformat.read(path, as_version=4)
     for cell in notebook.cells:
         if cell.cell_type == "code":
@@ -36,7 +38,7 @@ def execute(path: Path) -> float:
     client.execute()
     seconds = time.perf_counter() - start
     notebook.metadata.pop("widgets", None)
-    nbformat.write(notebook, path)
+    nbformat.write(notebook, target or path)
     return seconds
 
 

@@ -21,12 +21,12 @@ instruction sets, with a margin (README, "How the tolerances were found").
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import nbformat
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from nbval_tolerance import (  # noqa: E402
     is_whole,
     number_problems,
@@ -41,27 +41,20 @@ ISAS = ["SSE4_2", "AVX", "AVX2", "native"]
 
 
 def run(paths, isas):
-    from nbclient import NotebookClient
+    from execute_notebook import execute
 
+    flags = os.environ.get("XLA_FLAGS", "")
     for isa in isas:
         for path in paths:
-            notebook = nbformat.read(path, as_version=4)
-            for cell in notebook.cells:
-                if cell.cell_type == "code":
-                    cell.outputs = []
-            flags = os.environ.get("XLA_FLAGS", "")
             if isa != "native":
                 os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_max_isa={isa}".strip()
-            start = time.perf_counter()
-            try:
-                NotebookClient(notebook, timeout=900, kernel_name="python3",
-                               resources={"metadata": {"path": str(path.parent)}}).execute()
-            finally:
-                os.environ["XLA_FLAGS"] = flags
             target = RUNS / isa / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
-            nbformat.write(notebook, target)
-            print(f"{isa:>7} {path.name}: {time.perf_counter() - start:.0f} s", flush=True)
+            try:
+                seconds = execute(path, target)  # the kernel inherits XLA_FLAGS
+            finally:
+                os.environ["XLA_FLAGS"] = flags
+            print(f"{isa:>7} {path.name}: {seconds:.0f} s", flush=True)
 
 
 def texts(cell):
