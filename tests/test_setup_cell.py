@@ -20,7 +20,9 @@ from conftest import all_notebooks, code_cells, load, source
 SETUP_CELLS = {path.name: source(code_cells(load(path))[0]) for path in all_notebooks()}
 
 
-def run_setup(code, monkeypatch, capsys, *, jax=None, missing=(), tpu=False, gpu=False):
+def run_setup(
+    code, monkeypatch, capsys, *, jax=None, missing=(), tpu=False, gpu=False, override=False
+):
     """Execute a setup cell in a faked environment: (pip arguments or None, printed text)."""
     calls = []
 
@@ -41,7 +43,10 @@ def run_setup(code, monkeypatch, capsys, *, jax=None, missing=(), tpu=False, gpu
     monkeypatch.setattr(importlib.metadata, "version", version)
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
     monkeypatch.setattr(shutil, "which", lambda name: "/usr/bin/nvidia-smi" if gpu else None)
-    monkeypatch.setattr(os.path, "exists", lambda path: False)
+    # The only file that may exist: the install script's mark of an older JAX kept on purpose.
+    monkeypatch.setattr(
+        os.path, "exists", lambda path: override and path.endswith("jaxbook-jax-override")
+    )
     monkeypatch.setattr(subprocess, "run", lambda args, **kwargs: calls.append(args))
     exec(compile(code, "<setup cell>", "exec"), {})
     assert len(calls) <= 1, "the setup cell should call pip at most once"
@@ -87,3 +92,21 @@ def test_missing_chapter_packages_are_installed_in_one_call(monkeypatch, capsys)
         missing=("optax", "tqdm"),
     )
     assert pip == ["--quiet", "optax", "tqdm"] and printed == ""
+
+
+def test_an_older_jax_the_install_script_was_asked_for_is_kept(monkeypatch, capsys):
+    # JAXBOOK_JAX_VERSION=0.5.3 bash tools/tpu_vm_install.sh (a TPU v2 or v3) leaves the mark.
+    pip, printed = run_setup(
+        SETUP_CELLS["07_optax_training.ipynb"], monkeypatch, capsys, jax="0.5.3", tpu=True,
+        override=True, missing=("optax",),
+    )
+    assert pip == ["--quiet", "optax"]  # the chapter's packages, and no JAX upgrade
+    assert "JAX 0.5.3 is older than the book's 0.7.2 but is kept" in printed
+    assert "Restart" not in printed
+
+
+def test_the_mark_changes_nothing_for_a_new_enough_jax(monkeypatch, capsys):
+    pip, printed = run_setup(
+        SETUP_CELLS["00_setup.ipynb"], monkeypatch, capsys, jax="0.12.0.1", override=True
+    )
+    assert pip is None and printed == ""

@@ -19,7 +19,8 @@ SCRIPT = ROOT / "tools" / "tpu_vm_install.sh"
 BASH = shutil.which("bash") or "/bin/bash"
 TOOLS = ("sed", "dirname", "rm")  # the external commands the script runs besides Python/uv
 
-JAX_PIN = re.search(r"^jax==(\S+)", (ROOT / "requirements.txt").read_text(), re.M).group(1)
+REQUIREMENTS = (ROOT / "requirements.txt").read_text()
+JAX_PIN = re.search(r"^jax==(\S+)", REQUIREMENTS, re.M).group(1)
 
 # Answers every `python -c ...` (the script's version query) with 3.10, like Ubuntu 22.04's python3.
 FAKE_PY310 = "#!/bin/sh\necho 3.10\n"
@@ -171,3 +172,173 @@ def test_missing_uv_is_fetched_with_the_official_installer(sandbox):
     assert "[dry run] uv python install 3.12" in out
     assert f"[dry run] {pip_line()}" in out
     assert "called for real" not in result.stderr
+
+
+# --- JAXBOOK_JAX_VERSION: an older jax (e.g. 0.5.3 for a TPU v2-8/v3-8) instead of the pin
+
+MARKER = ".venv/jaxbook-jax-override"
+OLD_JAX = "0.5.3"
+OLD_LIBTPU = "0.0.7.1"  # Colab's retired v2-8 runtime ran jax 0.5.3 with this libtpu
+
+# A .venv Python 3.12 that installs nothing: it answers the version query and records each
+# other call (pip's) in pip-calls.log next to .venv, so a real (not dry) run can be checked.
+FAKE_VENV_PY = """#!/bin/sh
+if [ "$1" = "-c" ]; then
+    echo 3.12
+    exit 0
+fi
+echo "$*" >> "{log}"
+"""
+
+
+def override_args(jax_version: str = OLD_JAX) -> list[str]:
+    """requirements.txt as the override passes it to pip: no jax/jaxlib, optax and orbax capped.
+
+    Below jax 0.6 orbax-checkpoint is held at 0.11.23: 0.11.24 calls jax.monitoring.record_scalar
+    (new in jax 0.6.0) although it declares jax >= 0.5.0.
+    """
+    before_0_6 = tuple(int(n) for n in jax_version.split(".")[:2]) < (0, 6)
+    args = []
+    for line in REQUIREMENTS.splitlines():
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        name = re.split(r"[<>=!~;\[ ]", line, maxsplit=1)[0].lower().replace("_", "-")
+        if name in ("jax", "jaxlib"):
+            continue
+        if name in ("optax", "orbax-checkpoint"):
+            line = line.replace("==", "<=")
+        if name == "orbax-checkpoint" and before_0_6:
+            line = "orbax-checkpoint<=0.11.23"
+        args.append(f'"{line}"' if re.search(r"[^A-Za-z0-9_./=:+-]", line) else line)
+    return args
+
+
+def override_pip_line(*jax_args: str, jax_version: str = OLD_JAX) -> str:
+    return " ".join([".venv/bin/python -m pip install", *override_args(jax_version), *jax_args])
+
+
+@pytest.fixture
+def venv(sandbox, python):
+    """An existing good .venv (a real Python 3.12), so runs go straight to the install."""
+    venv_bin = sandbox / "repo" / ".venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(python)
+    return sandbox / "repo" / ".venv"
+
+
+def test_override_args_leave_out_jax_and_cap_its_followers():
+    args = override_args()
+    assert not any(a.startswith(("jax", '"jax')) for a in args)
+    assert '"optax<=' in " ".join(args) and '"orbax-checkpoint<=0.11.23"' in args
+    assert any(a.startswith("torch==") for a in args)  # the other pins stay exact
+    pinned_orbax = re.search(r"^orbax-checkpoint==(\S+)", REQUIREMENTS, re.M).group(1)
+    assert f'"orbax-checkpoint<={pinned_orbax}"' in override_args("0.6.2")
+
+
+def test_override_from_jax_0_6_caps_orbax_at_its_pin(sandbox, venv):
+    result = run_script(sandbox, JAXBOOK_JAX_VERSION="0.6.2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    jax_tpu = '"jax[tpu]==0.6.2"'
+    assert f"[dry run] {override_pip_line(jax_tpu, jax_version='0.6.2')}\n" in result.stdout
+    assert "0.11.23" not in result.stdout
+
+
+def test_override_installs_jax_tpu_of_that_version(sandbox, venv):
+    result = run_script(sandbox, JAXBOOK_JAX_VERSION=OLD_JAX)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    jax_tpu = f'"jax[tpu]=={OLD_JAX}"'
+    assert f"[dry run] {override_pip_line(jax_tpu)}\n" in out
+    assert "-r requirements.txt" not in out and f"jax[tpu]=={JAX_PIN}" not in out
+    # The marker follows the dry-run convention: printed after the install, not written.
+    assert f"[dry run] write {MARKER}: jax=={OLD_JAX}\n" in out
+    assert out.index("[dry run] .venv/bin/python -m pip") < out.index(f"[dry run] write {MARKER}")
+    assert not (sandbox / "repo" / MARKER).exists()
+    done = f"Done: .venv has jax {OLD_JAX} (from JAXBOOK_JAX_VERSION, not the book's pin {JAX_PIN})"
+    assert done in out
+    assert "chapter 9" in out
+
+
+def test_override_with_libtpu_names_jax_jaxlib_and_libtpu(sandbox, venv):
+    result = run_script(sandbox, JAXBOOK_JAX_VERSION=OLD_JAX, JAXBOOK_LIBTPU_VERSION=OLD_LIBTPU)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    # Not jax[tpu]: its extra pins libtpu==0.0.11.* for 0.5.3, which conflicts with 0.0.7.1.
+    line = override_pip_line(
+        f"jax=={OLD_JAX}", f"jaxlib=={OLD_JAX}", f"libtpu=={OLD_LIBTPU}", "requests"
+    )
+    assert f"[dry run] {line}\n" in out
+    assert "jax[tpu]" not in out
+    assert f"[dry run] write {MARKER}: jax=={OLD_JAX} libtpu=={OLD_LIBTPU}\n" in out
+    assert f"with libtpu {OLD_LIBTPU}." in out
+
+
+def test_override_for_real_writes_the_marker_and_a_plain_run_removes_it(sandbox):
+    repo = sandbox / "repo"
+    log = sandbox / "pip-calls.log"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    write_exe(repo / ".venv" / "bin" / "python", FAKE_VENV_PY.format(log=log))
+    env = {"JAXBOOK_DRY_RUN": "", "JAXBOOK_JAX_VERSION": OLD_JAX}
+    result = run_script(sandbox, **env, JAXBOOK_LIBTPU_VERSION=OLD_LIBTPU)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "[dry run]" not in result.stdout
+    assert (repo / MARKER).read_text() == f"jax=={OLD_JAX}\nlibtpu=={OLD_LIBTPU}\n"
+    assert log.read_text().splitlines()[-1].endswith(
+        f"jax=={OLD_JAX} jaxlib=={OLD_JAX} libtpu=={OLD_LIBTPU} requests"
+    )
+
+    result = run_script(sandbox, JAXBOOK_DRY_RUN="")  # back to the pin
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"removing {MARKER}" in result.stdout
+    assert not (repo / MARKER).exists()
+    pinned = f"-m pip install -r requirements.txt jax[tpu]=={JAX_PIN}"
+    assert log.read_text().splitlines()[-1] == pinned
+
+
+@pytest.mark.parametrize(
+    "variable, value",
+    [
+        ("JAXBOOK_JAX_VERSION", "0.5"),
+        ("JAXBOOK_JAX_VERSION", "==0.5.3"),
+        ("JAXBOOK_JAX_VERSION", ">=0.5.3"),
+        ("JAXBOOK_JAX_VERSION", "0.5.3 libtpu==0.0.1"),
+        ("JAXBOOK_JAX_VERSION", "0.5.3; rm -rf /"),
+        ("JAXBOOK_JAX_VERSION", "v0.5.3"),
+        ("JAXBOOK_LIBTPU_VERSION", "0.0.7.1.2.3"),
+        ("JAXBOOK_LIBTPU_VERSION", "nightly"),
+    ],
+)
+def test_malformed_version_is_refused_before_anything_happens(sandbox, python, variable, value):
+    env = {"JAXBOOK_JAX_VERSION": OLD_JAX, variable: value}
+    result = run_script(sandbox, PYTHON=python, **env)  # no .venv: it would be created
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"error: {variable}='{value}' is not a version number" in result.stderr
+    assert "such as 0.5.3" in result.stderr
+    assert "[dry run]" not in result.stdout  # refused before the venv or pip
+
+
+def test_libtpu_without_jax_version_is_refused(sandbox, venv):
+    result = run_script(sandbox, JAXBOOK_LIBTPU_VERSION=OLD_LIBTPU)
+    assert result.returncode == 1
+    assert "JAXBOOK_LIBTPU_VERSION=0.0.7.1 is set without JAXBOOK_JAX_VERSION" in result.stderr
+    assert "[dry run]" not in result.stdout
+
+
+def test_without_override_the_install_is_the_pinned_one(sandbox, venv):
+    result = run_script(sandbox)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    dry = [line for line in out.splitlines() if line.startswith("[dry run]")]
+    assert dry == [f"[dry run] {pip_line()}"]  # no marker written or removed, no other pip line
+    assert f"Done: .venv has jax {JAX_PIN} (the book's pin)" in out
+    assert "JAXBOOK_JAX_VERSION" not in out and MARKER not in out
+
+
+def test_without_override_an_old_marker_is_removed_before_the_install(sandbox, venv):
+    (venv / "jaxbook-jax-override").write_text(f"jax=={OLD_JAX}\n")
+    result = run_script(sandbox)
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert out.index(f"[dry run] rm -f {MARKER}") < out.index(f"[dry run] {pip_line()}")
+    assert (venv / "jaxbook-jax-override").exists()  # a dry run removes nothing

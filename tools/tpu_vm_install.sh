@@ -7,10 +7,32 @@
 # Ubuntu 22.04 and ship Python 3.10, so this script looks for a newer Python. If it finds
 # none, it lets uv install one. Running it again is safe: a good .venv is reused.
 #
+# An older JAX, for a TPU v2-8 or v3-8 (current JAX is no longer tested on those, and a fresh v3
+# has been reported to fail with "Couldn't mmap", jax-ml/jax#30834). The last combination seen
+# working on a v2-8 is Colab's retired v2-8 runtime, jax 0.5.3 with libtpu 0.0.7.1:
+#
+#   JAXBOOK_JAX_VERSION=0.5.3 JAXBOOK_LIBTPU_VERSION=0.0.7.1 bash tools/tpu_vm_install.sh
+#
+# That installs requirements.txt without its jax and jaxlib lines, with the pins of optax and
+# orbax-checkpoint (they follow JAX releases) turned into upper bounds, so that pip can go back
+# to releases made for that jax (orbax-checkpoint 0.12.8 needs jax >= 0.6.0; optax 0.2.8 needs
+# >= 0.5.3, so with 0.5.3 it stays). Below jax 0.6, orbax-checkpoint is held at 0.11.23 or older:
+# 0.11.24 declares jax >= 0.5.0 but calls jax.monitoring.record_scalar, new in jax 0.6.0, so
+# chapter 7's checkpoint cell fails with it. Plus:
+#   - without JAXBOOK_LIBTPU_VERSION: jax[tpu]==X, whose extra picks the libtpu (0.0.11.* for 0.5.3);
+#   - with it: jax==X jaxlib==X libtpu==Y requests, named one by one, because the tpu extra pins
+#     its own libtpu (jax[tpu]==0.5.3 and libtpu==0.0.7.1 cannot be installed together).
+# It writes .venv/jaxbook-jax-override ("jax==X", and "libtpu==Y" when given), which tells the
+# chapters' setup cell to leave JAX as it is. A run without JAXBOOK_JAX_VERSION goes back to the
+# pins and removes that file. Some chapters need a newer JAX: chapter 9 lists them.
+#
 # Environment variables:
-#   PYTHON=/path/to/python   use this interpreter (it must be >= 3.12)
-#   JAXBOOK_NO_DOWNLOAD=1    never download uv (an offline VM)
-#   JAXBOOK_DRY_RUN=1        print the install commands instead of running them
+#   PYTHON=/path/to/python         use this interpreter (it must be >= 3.12)
+#   JAXBOOK_NO_DOWNLOAD=1          never download uv (an offline VM)
+#   JAXBOOK_DRY_RUN=1              print the install commands (and the file writes) instead of
+#                                  running them
+#   JAXBOOK_JAX_VERSION=X.Y.Z      install this jax instead of the pinned one (see above)
+#   JAXBOOK_LIBTPU_VERSION=X.Y.Z   with JAXBOOK_JAX_VERSION: this libtpu instead of the extra's
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,6 +41,13 @@ MIN_MINOR=12   # Python 3.12
 UV_PYTHON=3.12 # what uv installs: the version the book's outputs come from
 DRY_RUN=${JAXBOOK_DRY_RUN:-}
 REJECTED=()    # "name (version)" of every interpreter looked at and turned down
+JAX_VERSION=${JAXBOOK_JAX_VERSION:-}       # empty: the pin in requirements.txt
+LIBTPU_VERSION=${JAXBOOK_LIBTPU_VERSION:-} # empty: whatever jax[tpu] brings
+MARKER=.venv/jaxbook-jax-override          # the setup cell leaves JAX alone when this exists
+# Packages whose releases follow JAX's: with JAXBOOK_JAX_VERSION their pins become upper bounds.
+JAX_FOLLOWERS=(optax orbax-checkpoint)
+# The newest orbax-checkpoint that runs with jax < 0.6 (see the header): pip cannot tell.
+ORBAX_BEFORE_JAX_0_6=0.11.23
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -38,6 +67,15 @@ run() {
         printf '[dry run]%s\n' "$out"
     else
         "$@"
+    fi
+}
+
+# Write $2 (and a newline) to the file $1, or print what would be written in dry-run mode.
+write_file() {
+    if [[ -n $DRY_RUN ]]; then
+        printf '[dry run] write %s: %s\n' "$1" "${2//$'\n'/ }"
+    else
+        printf '%s\n' "$2" >"$1"
     fi
 }
 
@@ -154,6 +192,63 @@ no_python_message() {
 JAX_PIN=$(sed -n 's/^jax==\([0-9][0-9A-Za-z.]*\).*/\1/p' requirements.txt | sed -n 1p)
 [[ -n $JAX_PIN ]] || die "requirements.txt has no 'jax==X.Y.Z' line to take the version from."
 
+# Stop unless $2 (the value of the variable $1) is a plain release number like 0.5.3 or 0.0.7.1.
+check_version() {
+    [[ $2 =~ ^[0-9]+(\.[0-9]+){2,3}$ ]] && return 0
+    die "$1='$2' is not a version number: give a release such as 0.5.3 or 0.0.7.1" \
+        "(three or four numbers separated by dots, no '==', ranges or spaces)."
+}
+
+# Lowercase, with '_' and '.' as '-' (how pip compares project names).
+norm_name() {
+    local name=${1,,}
+    name=${name//_/-}
+    printf '%s' "${name//./-}"
+}
+
+# True if JAXBOOK_JAX_VERSION is older than 0.6.0.
+jax_before_0_6() {
+    [[ $JAX_VERSION =~ ^0\.([0-9]+)\. ]] && ((BASH_REMATCH[1] < 6))
+}
+
+# Fill REQS with requirements.txt for JAXBOOK_JAX_VERSION: one pip argument per requirement,
+# without the jax and jaxlib lines, with each JAX_FOLLOWERS pin "name==V" as "name<=V", and
+# orbax-checkpoint held at ORBAX_BEFORE_JAX_0_6 or older for a jax older than 0.6.
+override_requirements() {
+    local line name follower
+    REQS=()
+    while IFS= read -r line || [[ -n $line ]]; do
+        line=${line%%#*}
+        line=${line#"${line%%[![:space:]]*}"}
+        line=${line%"${line##*[![:space:]]}"}
+        [[ -z $line ]] && continue
+        [[ $line == -* ]] &&
+            die "requirements.txt has the pip option line '$line', which JAXBOOK_JAX_VERSION" \
+                "cannot pass on: run without JAXBOOK_JAX_VERSION, or move that option out."
+        name=$(norm_name "${line%%[<>=!~;[ ]*}")
+        [[ $name == jax || $name == jaxlib ]] && continue
+        for follower in "${JAX_FOLLOWERS[@]}"; do
+            if [[ $name == "$follower" && $line =~ ^[^=]+==([^=;[:space:]]+)$ ]]; then
+                line="${line%%==*}<=${BASH_REMATCH[1]}"
+            fi
+        done
+        if [[ $name == orbax-checkpoint ]] && jax_before_0_6; then
+            line="orbax-checkpoint<=$ORBAX_BEFORE_JAX_0_6"
+        fi
+        REQS+=("$line")
+    done <requirements.txt
+}
+
+# --- an older jax instead of the pin (JAXBOOK_JAX_VERSION), checked before anything changes
+if [[ -n $JAX_VERSION ]]; then
+    check_version JAXBOOK_JAX_VERSION "$JAX_VERSION"
+    [[ -z $LIBTPU_VERSION ]] || check_version JAXBOOK_LIBTPU_VERSION "$LIBTPU_VERSION"
+elif [[ -n $LIBTPU_VERSION ]]; then
+    die "JAXBOOK_LIBTPU_VERSION=$LIBTPU_VERSION is set without JAXBOOK_JAX_VERSION. libtpu must" \
+        "match the jax: jax[tpu]==$JAX_PIN brings its own. Set both, e.g." \
+        "JAXBOOK_JAX_VERSION=0.5.3 JAXBOOK_LIBTPU_VERSION=0.0.7.1 bash tools/tpu_vm_install.sh"
+fi
+
 # --- the interpreter for .venv
 if [[ -x .venv/bin/python ]] && py_ok .venv/bin/python; then
     say ".venv already has Python $(py_version .venv/bin/python): reusing it"
@@ -173,11 +268,50 @@ else
 fi
 
 # --- the book's packages, with the TPU build of the pinned jax (it brings a matching libtpu)
-say "installing requirements.txt and jax[tpu]==$JAX_PIN"
-run .venv/bin/python -m pip install -r requirements.txt "jax[tpu]==$JAX_PIN"
+install_pinned() {
+    if [[ -e $MARKER ]]; then
+        say "removing $MARKER (left by a JAXBOOK_JAX_VERSION run): back to the pinned jax"
+        run rm -f "$MARKER"
+    fi
+    say "installing requirements.txt and jax[tpu]==$JAX_PIN"
+    run .venv/bin/python -m pip install -r requirements.txt "jax[tpu]==$JAX_PIN"
+}
+
+# --- or the same packages around JAXBOOK_JAX_VERSION (see the header for the why of each part)
+install_override() {
+    local jax_specs marker_text="jax==$JAX_VERSION"
+    override_requirements
+    if [[ -n $LIBTPU_VERSION ]]; then
+        jax_specs=("jax==$JAX_VERSION" "jaxlib==$JAX_VERSION" "libtpu==$LIBTPU_VERSION" requests)
+        marker_text+=$'\n'"libtpu==$LIBTPU_VERSION"
+    else
+        jax_specs=("jax[tpu]==$JAX_VERSION")
+    fi
+    say "JAXBOOK_JAX_VERSION=$JAX_VERSION: installing requirements.txt without its jax and jaxlib" \
+        "pins (${JAX_FOLLOWERS[*]} at most their pins) and ${jax_specs[*]}"
+    run .venv/bin/python -m pip install "${REQS[@]}" "${jax_specs[@]}"
+    write_file "$MARKER" "$marker_text"
+}
+
+if [[ -n $JAX_VERSION ]]; then
+    install_override
+    INSTALLED="jax $JAX_VERSION (from JAXBOOK_JAX_VERSION, not the book's pin $JAX_PIN)"
+    if [[ -n $LIBTPU_VERSION ]]; then
+        INSTALLED+=" with libtpu $LIBTPU_VERSION"
+    fi
+    NOTE=("$MARKER tells the chapters' setup cell to leave this jax alone."
+        "Chapters that need a newer JAX are listed in chapter 9 (notebooks/09_cloud_tpu.ipynb)."
+        "To go back to the pinned jax, rerun without JAXBOOK_JAX_VERSION.")
+else
+    install_pinned
+    INSTALLED="jax $JAX_PIN (the book's pin) with the libtpu that jax[tpu] brings"
+    NOTE=()
+fi
 
 printf '%s\n' "" \
-    "Done. Check that JAX sees the TPU (it should list TpuDevice entries, not CpuDevice):" \
+    "Done: .venv has $INSTALLED." \
+    "${NOTE[@]}" \
+    "Check that JAX sees the TPU (it should list TpuDevice entries, not CpuDevice):" \
     "  .venv/bin/python -c \"import jax; print(jax.devices())\"" \
     "Start Jupyter on the VM, then tunnel port 8888 from your machine" \
     "(gcloud compute tpus tpu-vm ssh NAME --zone ZONE -- -L 8888:localhost:8888):" \
