@@ -1,13 +1,23 @@
-"""Draw the chapter map shown on the landing page: book/images/chapter_map.png.
+"""Draw the chapter map shown on each edition's landing page: book/images/chapter_map.png
+(English) and zh/book/images/chapter_map.png (Chinese).
 
-Run from the repository root after changing the chapter list below:
+Run from the repository root after changing a chapter list below:
 
-    .venv/bin/python tools/make_chapter_map.py
+    .venv/bin/python tools/make_chapter_map.py            # both maps
+    .venv/bin/python tools/make_chapter_map.py --lang zh  # only the Chinese one
 
-The PNG is committed; the site build does not run this script. The output is the same
-bytes on every run (no timestamps in the metadata).
+The PNGs are committed; neither the site build nor CI runs this script. The output is the
+same bytes on every run (no timestamps in the metadata).
+
+The English map uses matplotlib's default font (DejaVu Sans). The Chinese map needs a CJK
+font: Noto Sans CJK SC, from /usr/share/fonts/opentype/noto/NotoSansCJK-{Regular,Bold}.ttc
+(Debian/Ubuntu package fonts-noto-cjk, which tools/ensure_chromium.sh also installs for
+the browser test). Its labels are the Chinese chapter titles (the H1 of each
+zh/notebooks/NN_*.ipynb) with line breaks added; tests/test_titles.py checks that they
+still match.
 """
 
+import argparse
 from pathlib import Path
 
 import matplotlib
@@ -16,7 +26,12 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
-OUTPUT = Path(__file__).resolve().parent.parent / "book" / "images" / "chapter_map.png"
+ROOT = Path(__file__).resolve().parent.parent
+OUTPUT = ROOT / "book" / "images" / "chapter_map.png"
+OUTPUT_ZH = ROOT / "zh" / "book" / "images" / "chapter_map.png"
+CJK_FONT_DIR = Path("/usr/share/fonts/opentype/noto")
+CJK_FONT_FILES = ("NotoSansCJK-Regular.ttc", "NotoSansCJK-Bold.ttc")
+CJK_FAMILY = "Noto Sans CJK SC"  # the Simplified Chinese face of the .ttc collections
 
 # One row per part: (part title, colour, [(number, title with a line break where needed)]).
 PARTS = [
@@ -52,6 +67,40 @@ PARTS = [
     ),
 ]
 
+# The Chinese map: part titles as in zh/_toc.yml, chapter labels as the chapters' H1s.
+PARTS_ZH = [
+    ("入门", "#e6e6e6", [(0, "准备环境")]),
+    (
+        "第一部分：JAX 基础",
+        "#d6e6f5",
+        [
+            (1, "JAX：\n加速版 NumPy"),
+            (2, "自动微分"),
+            (3, "XLA 与 jit"),
+            (4, "vmap 与\n变换的组合"),
+            (5, "随机数、\npytree\n与易错点"),
+        ],
+    ),
+    (
+        "第二部分：训练 MLP",
+        "#dcefd4",
+        [
+            (6, "从零实现\nMLP"),
+            (7, "用 optax 实现\n优化器与\n学习率调度"),
+            (8, "让训练\n快起来"),
+        ],
+    ),
+    (
+        "第三部分：TPU",
+        "#fbe2d0",
+        [
+            (9, "Cloud TPU 与\nTPU Research\nCloud"),
+            (10, "跨设备的\n数据并行"),
+            (11, "走出\n单台主机"),
+        ],
+    ),
+]
+
 LABEL_WIDTH = 0.2
 TITLE_HEIGHT = 0.42
 BOX_WIDTH = 1.8
@@ -61,10 +110,24 @@ ROW_GAP = 0.3
 BOX_HEIGHT = 1.05
 
 
-def draw(output: Path = OUTPUT) -> Path:
-    most_chapters = max(len(chapters) for _, _, chapters in PARTS)
+def use_cjk_font() -> dict:
+    """Register Noto Sans CJK with matplotlib; the text style that selects its SC face."""
+    from matplotlib import font_manager
+
+    missing = [name for name in CJK_FONT_FILES if not (CJK_FONT_DIR / name).exists()]
+    if missing:
+        raise SystemExit(f"{CJK_FONT_DIR}: no {', '.join(missing)}; "
+                         "install Noto Sans CJK (Debian/Ubuntu: apt-get install fonts-noto-cjk)")
+    for name in CJK_FONT_FILES:
+        font_manager.fontManager.addfont(str(CJK_FONT_DIR / name))
+    return {"fontfamily": CJK_FAMILY}
+
+
+def draw(output: Path = OUTPUT, parts=PARTS, font: dict | None = None) -> Path:
+    font = font or {}
+    most_chapters = max(len(chapters) for _, _, chapters in parts)
     width = 2 * LABEL_WIDTH + most_chapters * (BOX_WIDTH + BOX_GAP) - BOX_GAP
-    height = len(PARTS) * (ROW_HEIGHT + ROW_GAP)
+    height = len(parts) * (ROW_HEIGHT + ROW_GAP)
     figure, axes = plt.subplots(figsize=(width, height), dpi=120)
     axes.set_xlim(0, width)
     axes.set_ylim(0, height)
@@ -75,7 +138,7 @@ def draw(output: Path = OUTPUT) -> Path:
                                        color="#333333", linewidth=1.3, **style))
 
     previous_last_box = None
-    for row, (title, colour, chapters) in enumerate(PARTS):
+    for row, (title, colour, chapters) in enumerate(parts):
         bottom = height - (row + 1) * (ROW_HEIGHT + ROW_GAP) + ROW_GAP / 2
         axes.add_patch(
             FancyBboxPatch(
@@ -85,7 +148,7 @@ def draw(output: Path = OUTPUT) -> Path:
         )
         # The title sits on the right, clear of the arrow that comes down on the left.
         axes.text(width - LABEL_WIDTH, bottom + ROW_HEIGHT - TITLE_HEIGHT / 2 - 0.04, title,
-                  ha="right", va="center", fontsize=15, fontweight="bold", color="#222222")
+                  ha="right", va="center", fontsize=15, fontweight="bold", color="#222222", **font)
         box_bottom = bottom + (ROW_HEIGHT - TITLE_HEIGHT - BOX_HEIGHT) / 2
         for index, (number, name) in enumerate(chapters):
             left = LABEL_WIDTH + index * (BOX_WIDTH + BOX_GAP)
@@ -97,10 +160,10 @@ def draw(output: Path = OUTPUT) -> Path:
                 )
             )
             axes.text(left + 0.1, box_bottom + BOX_HEIGHT - 0.1, str(number), ha="left",
-                      va="top", fontsize=15, fontweight="bold", color="#1a5a96")
+                      va="top", fontsize=15, fontweight="bold", color="#1a5a96", **font)
             axes.text(left + BOX_WIDTH / 2 + 0.12, box_bottom + BOX_HEIGHT / 2, name,
                       ha="center", va="center", fontsize=13.5, color="#111111",
-                      linespacing=1.1)
+                      linespacing=1.1, **font)
             if index:
                 arrow((left - BOX_GAP + 0.03, box_bottom + BOX_HEIGHT / 2),
                       (left - 0.03, box_bottom + BOX_HEIGHT / 2))
@@ -124,5 +187,16 @@ def draw(output: Path = OUTPUT) -> Path:
     return output
 
 
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--lang", choices=["en", "zh", "all"], default="all",
+                        help="which edition's map to draw (default: both)")
+    lang = parser.parse_args(argv).lang
+    if lang in ("en", "all"):
+        print(f"wrote {draw()}")
+    if lang in ("zh", "all"):
+        print(f"wrote {draw(OUTPUT_ZH, PARTS_ZH, use_cjk_font())}")
+
+
 if __name__ == "__main__":
-    print(f"wrote {draw()}")
+    main()
