@@ -15,7 +15,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from conftest import NOTEBOOK_DIR
+from conftest import NOTEBOOK_DIR, output_text
 
 CHAPTERS = ["10_data_parallel.ipynb", "11_multi_host.ipynb"]
 
@@ -30,10 +30,6 @@ def execute_copy(name, tmp_path):
         resources={"metadata": {"path": str(tmp_path)}},
     ).execute()
     return notebook
-
-
-def output_text(cell):
-    return "".join(output.get("text", "") for output in cell.get("outputs", []))
 
 
 @pytest.mark.parametrize("num_devices", [1, 4])
@@ -51,6 +47,8 @@ def test_chapter_runs_on_fewer_devices(name, num_devices, tmp_path, monkeypatch)
     ]
     assert not errors, "\n".join(errors)
     if name.startswith("10_"):
-        printed = "\n".join(output_text(cell) for cell in notebook.cells)
+        printed = "\n".join(
+            output_text(output) for cell in notebook.cells for output in cell.get("outputs", [])
+        )
         assert f"device count: {num_devices}\n" in printed
         assert f"the mesh has {num_devices} devices" in printed
