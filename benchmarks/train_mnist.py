@@ -1,22 +1,22 @@
-"""Part II training benchmark: chapter 6's pipeline against chapter 8's fastest one.
+"""Part II training benchmark: chapter 7's pipeline against chapter 10's fastest one.
 
 Run with `make bench` (MNIST root from the environment variable JAXBOOK_DATA; `make bench
 BENCH_ARGS=--check` exits 1 when a target fails), or `python benchmarks/train_mnist.py --tune`
-to redo chapter 8's hyper-parameter search on the validation split. Both train the same
+to redo chapter 10's hyper-parameter search on the validation split. Both train the same
 784-512-512-10 ReLU MLP in this one process, on the same 50,000 training images: the split is
 `np.random.default_rng(0).permutation(60_000)`, whose last 10,000 are the validation split and
 the first 50,000 the training set of both pipelines.
 
-- "baseline" (chapter 6): torchvision dataset with a per-sample flatten-and-cast transform, a
+- "baseline" (chapter 7): torchvision dataset with a per-sample flatten-and-cast transform, a
   DataLoader (num_workers=0) over the 50,000 training images with a NumPy collate function, the
   classic example's loss (the cross-entropy divided by 10), a jitted SGD step (step size 0.01,
   batch 128), 8 epochs of 390 steps.
-- "fast" (chapter 8): the dataset as standardized float32 arrays on the device, a new
+- "fast" (chapter 10): the dataset as standardized float32 arrays on the device, a new
   permutation every epoch from the run's data key, ten Adam steps of batch 500 per compiled call
   under `lax.scan` with donated parameters and optimizer state, He initialization, label
   smoothing, warmup + cosine schedule, 3 epochs of 100 steps. The hyper-parameters are those
-  chapter 8 chose on the validation split, never on the test set; `--tune` reruns that search
-  here, on the validation split only, and prints the table. (Chapter 8's final runs train on
+  chapter 10 chose on the validation split, never on the test set; `--tune` reruns that search
+  here, on the validation split only, and prints the table. (Chapter 10's final runs train on
   all 60,000 images; here the fast recipe trains on the 50,000, like the baseline.)
 
 Both run with seeds 0, 1 and 2 (initialization and data order), paired by seed. The time ratio
@@ -30,8 +30,8 @@ it by construction, and it leaves nothing to choose (a fixed line would be a fre
 picked after seeing the curves). The baseline is then charged its first crossing too, not its
 whole run. The test set is evaluated once, at the end of each run, outside the clock.
 
-FLOPs are XLA's count (`compiled.cost_analysis()`) of one step of chapter 6's SGD update at the
-batch size concerned, as chapter 8 counts them (about 3.22 MFLOP per example).
+FLOPs are XLA's count (`compiled.cost_analysis()`) of one step of chapter 7's SGD update at the
+batch size concerned, as chapter 10 counts them (about 3.22 MFLOP per example).
 
 Output: one JSON line per run, one summary line, then the targets block (also in the summary's
 "targets"):
@@ -46,9 +46,7 @@ The exit code is 0 whatever the targets (this is a measurement) unless --check i
 """
 
 import argparse
-import contextlib
 import functools
-import io
 import json
 import os
 import platform
@@ -62,11 +60,13 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 import torch
-import torchvision
 from bench_targets import check_targets, first_reaching, format_targets, spread
 
+# The book's MNIST loader, from its one source (the chapters carry copies of the same file).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools" / "snippets"))
+from mnist_loader import load_mnist  # noqa: E402
+
 LAYER_SIZES = [784, 512, 512, 10]
-DATA_ROOT = Path(os.environ.get("JAXBOOK_DATA", "data"))
 SEEDS = (0, 1, 2)
 VALIDATION_SIZE = 10_000
 EVALUATIONS_PER_EPOCH = 10
@@ -75,9 +75,9 @@ BASELINE_BATCH_SIZE = 128
 FAST_BATCH_SIZE = 500
 STEPS_PER_CHUNK = 10
 N_EPOCHS = 3
-# Chosen in chapter 8 on the validation split (the "b1 0.8 and label smoothing 0.1" row).
+# Chosen in chapter 10 on the validation split (the "b1 0.8 and label smoothing 0.1" row).
 CHOSEN = {"peak_learning_rate": 1e-2, "b1": 0.8, "label_smoothing": 0.1}
-# Chapter 8's candidates, as (peak learning rate, b1, label smoothing).
+# Chapter 10's candidates, as (peak learning rate, b1, label smoothing).
 SETTINGS = {
     "base: peak 0.01, b1 0.9, no smoothing": (1e-2, 0.9, 0.0),
     "peak learning rate 0.005": (5e-3, 0.9, 0.0),
@@ -86,12 +86,6 @@ SETTINGS = {
     "label smoothing 0.1": (1e-2, 0.9, 0.1),
     "b1 0.8 and label smoothing 0.1": (1e-2, 0.8, 0.1),
 }
-
-
-def load_mnist(train, transform=None):
-    with contextlib.redirect_stdout(io.StringIO()):
-        return torchvision.datasets.MNIST(DATA_ROOT, train=train, download=True,
-                                          transform=transform)
 
 
 def split_rows(n_images=60_000):
@@ -132,7 +126,7 @@ def history_fields(history, examples, test_accuracy):
     }
 
 
-# ---------------------------------------------------------------- chapter 6: the baseline
+# ---------------------------------------------------------------- chapter 7: the baseline
 
 
 def baseline_model():
@@ -178,9 +172,9 @@ def sgd_update(loss, step_size):
 
 @functools.cache
 def step_flops(batch_size):
-    """XLA's FLOP count of one step of chapter 6's SGD update at this batch size.
+    """XLA's FLOP count of one step of chapter 7's SGD update at this batch size.
 
-    Chapter 8 counts the step's FLOPs the same way (`step_cost`, from `cost_analysis()`); it is
+    Chapter 10 counts the step's FLOPs the same way (`step_cost`, from `cost_analysis()`); it is
     about 3.22 MFLOP per example, a little more than the matmuls' 3.209 by hand.
     """
     init_params, loss, _ = baseline_model()
@@ -245,7 +239,7 @@ def run_baseline(seed, n_epochs=BASELINE_EPOCHS, batch_size=BASELINE_BATCH_SIZE,
         step_times.append((time.perf_counter() - begin) / len(batches))
     step_seconds = float(np.median(step_times))
     return {
-        "pipeline": "baseline (chapter 6: torchvision loader, jit per step, classic loss, "
+        "pipeline": "baseline (chapter 7: torchvision loader, jit per step, classic loss, "
                     "SGD 0.01, batch 128)",
         "seed": seed,
         "epochs": n_epochs,
@@ -257,7 +251,7 @@ def run_baseline(seed, n_epochs=BASELINE_EPOCHS, batch_size=BASELINE_BATCH_SIZE,
     }
 
 
-# ---------------------------------------------------------------- chapter 8: the fastest
+# ---------------------------------------------------------------- chapter 10: the fastest
 
 
 def he_init(key):
@@ -293,7 +287,7 @@ def load_mnist_arrays(train):
 
 
 def make_trainer(n_train, n_epochs=N_EPOCHS, batch_size=FAST_BATCH_SIZE):
-    """Chapter 8's compiled pieces for one training-set size; hyper-parameters are arguments."""
+    """Chapter 10's compiled pieces for one training-set size; hyper-parameters are arguments."""
     steps_per_epoch, left_over = divmod(n_train, batch_size)
     chunks_per_epoch, left_over_steps = divmod(steps_per_epoch, STEPS_PER_CHUNK)
     assert left_over == 0 and left_over_steps == 0, "an epoch must be whole chunks of batches"
@@ -376,7 +370,7 @@ def run_fast(seed, hyper=CHOSEN):
     _, test_images = standardize(pixels[train_rows], test_pixels)
     test_accuracy = float(accuracy(params, test_images, jnp.asarray(test_labels)))
     return {
-        "pipeline": "fast (chapter 8: device-resident data, lax.scan, donation, Adam, "
+        "pipeline": "fast (chapter 10: device-resident data, lax.scan, donation, Adam, "
                     "batch 500)",
         "seed": seed,
         "hyper_parameters": hyper,
@@ -432,7 +426,7 @@ def fast_step_alone(repeats=21):
 
 
 def tune():
-    """Chapter 8's search: every setting, three seeds, validation accuracy after 3 epochs."""
+    """Chapter 10's search: every setting, three seeds, validation accuracy after 3 epochs."""
     pixels, labels = load_mnist_arrays(train=True)
     fit_rows, validation_rows = split_rows(len(labels))
     fit_images, validation_images = standardize(pixels[fit_rows], pixels[validation_rows])

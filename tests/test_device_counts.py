@@ -1,11 +1,11 @@
-"""Part III on other device counts: chapters 10 and 11 run with 1 and with 4 devices.
+"""Part III on other device counts: chapters 12 and 13 run with 1 and with 4 devices.
 
 The stored outputs come from 8 simulated CPU devices, the default on a machine without an
 accelerator. A single-chip runtime (Colab's TPU v5e-1) has one device and a TPU v4-8 has
 four, so each chapter is executed here with JAX_NUM_CPU_DEVICES=1 and =4, JAX's own
-variable for the CPU device count, which chapter 10's first JAX cell reads. Every cell
+variable for the CPU device count, which chapter 12's first JAX cell reads. Every cell
 must run without an error (asserts included); the outputs are not compared with the
-8-device ones. Chapter 10 must also report the device count it was given.
+8-device ones. Chapter 12 must also report the device count it was given.
 """
 
 import os
@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 
 from conftest import NOTEBOOK_DIR, output_text
 
-CHAPTERS = ["10_data_parallel.ipynb", "11_multi_host.ipynb"]
+CHAPTERS = ["12_data_parallel.ipynb", "13_multi_host.ipynb"]
 
 
 def execute_copy(name, tmp_path):
@@ -46,7 +46,7 @@ def test_chapter_runs_on_fewer_devices(name, num_devices, tmp_path, monkeypatch)
         if output.get("output_type") == "error"
     ]
     assert not errors, "\n".join(errors)
-    if name.startswith("10_"):
+    if name.startswith("12_"):
         printed = "\n".join(
             output_text(output) for cell in notebook.cells for output in cell.get("outputs", [])
         )

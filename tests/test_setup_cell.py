@@ -88,7 +88,7 @@ def test_missing_jax_is_installed_without_a_restart(monkeypatch, capsys):
 
 def test_missing_chapter_packages_are_installed_in_one_call(monkeypatch, capsys):
     pip, printed = run_setup(
-        SETUP_CELLS["07_optax_training.ipynb"], monkeypatch, capsys, jax="0.7.2",
+        SETUP_CELLS["08_optax_training.ipynb"], monkeypatch, capsys, jax="0.7.2",
         missing=("optax", "tqdm"),
     )
     assert pip == ["--quiet", "optax", "tqdm"] and printed == ""
@@ -97,7 +97,7 @@ def test_missing_chapter_packages_are_installed_in_one_call(monkeypatch, capsys)
 def test_an_older_jax_the_install_script_was_asked_for_is_kept(monkeypatch, capsys):
     # JAXBOOK_JAX_VERSION=0.5.3 bash tools/tpu_vm_install.sh (a TPU v2 or v3) leaves the mark.
     pip, printed = run_setup(
-        SETUP_CELLS["07_optax_training.ipynb"], monkeypatch, capsys, jax="0.5.3", tpu=True,
+        SETUP_CELLS["08_optax_training.ipynb"], monkeypatch, capsys, jax="0.5.3", tpu=True,
         override=True, missing=("optax",),
     )
     assert pip == ["--quiet", "optax"]  # the chapter's packages, and no JAX upgrade

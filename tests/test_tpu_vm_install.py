@@ -257,7 +257,7 @@ def test_override_installs_jax_tpu_of_that_version(sandbox, venv):
     assert not (sandbox / "repo" / MARKER).exists()
     done = f"Done: .venv has jax {OLD_JAX} (from JAXBOOK_JAX_VERSION, not the book's pin {JAX_PIN})"
     assert done in out
-    assert "chapter 9" in out
+    assert "chapter 11" in out
 
 
 def test_override_with_libtpu_names_jax_jaxlib_and_libtpu(sandbox, venv):

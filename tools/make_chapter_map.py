@@ -45,26 +45,29 @@ PARTS = [
             (3, "XLA and jit"),
             (4, "vmap and\ncomposition"),
             (5, "Randomness,\npytrees,\nsharp bits"),
+            (6, "Custom\nderivatives,\nremat,\ndebugging"),
         ],
     ),
     (
         "Part II: Training an MLP",
         "#dcefd4",
         [
-            (6, "An MLP\nfrom scratch"),
-            (7, "Optimizers\nand schedules"),
-            (8, "Making\ntraining fast"),
+            (7, "An MLP\nfrom scratch"),
+            (8, "Optimizers\nand schedules"),
+            (9, "Where the\ntraining\ntime goes"),
+            (10, "A fast,\ntuned training\nrecipe"),
         ],
     ),
     (
         "Part III: TPUs",
         "#fbe2d0",
         [
-            (9, "Cloud TPU\nand the TRC"),
-            (10, "Data\nparallelism"),
-            (11, "Beyond\none host"),
+            (11, "Cloud TPU\nand the TRC"),
+            (12, "Data\nparallelism"),
+            (13, "Beyond\none host"),
         ],
     ),
+    ("Part IV: Scaling up", "#eadcf2", [(14, "From hand-\nwritten JAX\nto the JAX\nAI stack")]),
 ]
 
 # The Chinese map: part titles as in zh/_toc.yml, chapter labels as the chapters' H1s.
@@ -79,26 +82,29 @@ PARTS_ZH = [
             (3, "XLA 与 jit"),
             (4, "vmap 与\n变换的组合"),
             (5, "随机数、\npytree\n与易错点"),
+            (6, "自定义导数、\n重计算\n与调试"),
         ],
     ),
     (
         "第二部分：训练 MLP",
         "#dcefd4",
         [
-            (6, "从零实现\nMLP"),
-            (7, "用 optax 实现\n优化器与\n学习率调度"),
-            (8, "让训练\n快起来"),
+            (7, "从零实现\nMLP"),
+            (8, "用 optax 实现\n优化器与\n学习率调度"),
+            (9, "训练时间\n花在哪里"),
+            (10, "快速、经过\n调优的\n训练方案"),
         ],
     ),
     (
         "第三部分：TPU",
         "#fbe2d0",
         [
-            (9, "Cloud TPU 与\nTPU Research\nCloud"),
-            (10, "跨设备的\n数据并行"),
-            (11, "走出\n单台主机"),
+            (11, "Cloud TPU 与\nTPU Research\nCloud"),
+            (12, "跨设备的\n数据并行"),
+            (13, "走出\n单台主机"),
         ],
     ),
+    ("第四部分：扩大规模", "#eadcf2", [(14, "从手写 JAX\n到 JAX AI\n技术栈")]),
 ]
 
 LABEL_WIDTH = 0.2

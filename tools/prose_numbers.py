@@ -22,7 +22,7 @@ digits and units, a few Chinese units and label words), but the test does not ru
      a comparative ("twice as fast", "ten times shorter"), "three seconds", "ten steps";
      in Chinese X分之Y (五分之四) and N倍.
    Not checked: integers without a unit (layer sizes, "60,000 images", years, "batch 128",
-   "three seeds", "chapter 6"), scientific notation (hyper-parameters), versions (after
+   "three seeds", "chapter 7"), scientific notation (hyper-parameters), versions (after
    Python/JAX/..., ">=", or with two dots; Chinese "0.7 版"), numbers inside words
    (v5e, bfloat16, x86_64).
 2. Where it must be found: the scope of a paragraph is its "##" section (from the "##"

@@ -18,13 +18,13 @@
 # to releases made for that jax (orbax-checkpoint 0.12.8 needs jax >= 0.6.0; optax 0.2.8 needs
 # >= 0.5.3, so with 0.5.3 it stays). Below jax 0.6, orbax-checkpoint is held at 0.11.23 or older:
 # 0.11.24 declares jax >= 0.5.0 but calls jax.monitoring.record_scalar, new in jax 0.6.0, so
-# chapter 7's checkpoint cell fails with it. Plus:
+# chapter 8's checkpoint cell fails with it. Plus:
 #   - without JAXBOOK_LIBTPU_VERSION: jax[tpu]==X, whose extra picks the libtpu (0.0.11.* for 0.5.3);
 #   - with it: jax==X jaxlib==X libtpu==Y requests, named one by one, because the tpu extra pins
 #     its own libtpu (jax[tpu]==0.5.3 and libtpu==0.0.7.1 cannot be installed together).
 # It writes .venv/jaxbook-jax-override ("jax==X", and "libtpu==Y" when given), which tells the
 # chapters' setup cell to leave JAX as it is. A run without JAXBOOK_JAX_VERSION goes back to the
-# pins and removes that file. Some chapters need a newer JAX: chapter 9 lists them.
+# pins and removes that file. Some chapters need a newer JAX: chapter 11 lists them.
 #
 # Environment variables:
 #   PYTHON=/path/to/python         use this interpreter (it must be >= 3.12)
@@ -300,7 +300,7 @@ if [[ -n $JAX_VERSION ]]; then
         INSTALLED+=" with libtpu $LIBTPU_VERSION"
     fi
     NOTE=("$MARKER tells the chapters' setup cell to leave this jax alone."
-        "Chapters that need a newer JAX are listed in chapter 9 (notebooks/09_cloud_tpu.ipynb)."
+        "Chapters that need a newer JAX are listed in chapter 11 (notebooks/11_cloud_tpu.ipynb)."
         "To go back to the pinned jax, rerun without JAXBOOK_JAX_VERSION.")
 else
     install_pinned

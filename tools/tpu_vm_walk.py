@@ -1,4 +1,4 @@
-"""A stand-in TPU VM walk: the reader's path of chapter 9, run for real on a machine without
+"""A stand-in TPU VM walk: the reader's path of chapter 11, run for real on a machine without
 a TPU. `make test-tpu-vm` (and `.ci/run`) runs it.
 
 1. Copy the repository's tracked files into a temporary folder (the reader's clone).

@@ -1,0 +1,46 @@
+"""Code that several chapters carry has one source (tools/snippets/), and every copy equals it."""
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import sync_snippets  # noqa: E402
+
+# The chapters that load MNIST through torchvision carry the loader; a chapter that lost its
+# copy (or whose copy no longer contains the marker line) fails here, not silently.
+MNIST_CHAPTERS = [
+    "00_setup.ipynb",
+    "07_mlp_from_scratch.ipynb",
+    "08_optax_training.ipynb",
+    "09_where_time_goes.ipynb",
+    "10_fast_tuned_recipe.ipynb",
+    "12_data_parallel.ipynb",
+]
+IDX_CHAPTERS = ["14_jax_ai_stack.ipynb"]
+
+
+def test_every_copy_equals_its_source():
+    found = sync_snippets.drift(sync_snippets.all_notebooks())
+    assert not found, "run python tools/sync_snippets.py: " + ", ".join(
+        f"{path.relative_to(ROOT)} cell {cell_id} ({name})" for path, cell_id, name in found
+    )
+
+
+def test_the_mnist_chapters_carry_the_loader():
+    for name in MNIST_CHAPTERS:
+        notebook = json.loads((ROOT / "notebooks" / name).read_text())
+        carried = [snippet for _, snippet in sync_snippets.copies(notebook)]
+        assert carried == ["mnist_loader.py"], f"{name} carries {carried}"
+    for name in IDX_CHAPTERS:
+        notebook = json.loads((ROOT / "notebooks" / name).read_text())
+        carried = [snippet for _, snippet in sync_snippets.copies(notebook)]
+        assert carried == ["mnist_idx.py"], f"{name} carries {carried}"
+
+
+def test_the_benchmark_imports_the_source_instead_of_a_copy():
+    text = (ROOT / "benchmarks" / "train_mnist.py").read_text()
+    assert "from mnist_loader import" in text
+    assert "def load_mnist(" not in text
