@@ -8,6 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 export JAXBOOK_DATA ?= $(CURDIR)/data
 SHARED_MNIST ?= $(CURDIR)/../shared/data/mnist
+SHARED_SHAKESPEARE ?= $(CURDIR)/../shared/data/tinyshakespeare
 MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz t10k-labels-idx1-ubyte.gz
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
@@ -36,7 +37,8 @@ $(STAMP): requirements.txt
 
 install: $(STAMP)
 
-# Seed the MNIST root from ../shared/data/mnist when it exists, so nothing is downloaded.
+# Seed the data root from ../shared/data (MNIST, Tiny Shakespeare) when it exists, so
+# nothing is downloaded.
 data:
 	@mkdir -p "$(JAXBOOK_DATA)/MNIST/raw"
 	@if [ -d "$(SHARED_MNIST)" ]; then \
@@ -47,6 +49,15 @@ data:
 	  echo "MNIST root $(JAXBOOK_DATA) seeded from $(SHARED_MNIST)"; \
 	else \
 	  echo "No $(SHARED_MNIST): the notebooks will download MNIST into $(JAXBOOK_DATA)"; \
+	fi
+	@if [ -f "$(SHARED_SHAKESPEARE)/input.txt" ]; then \
+	  mkdir -p "$(JAXBOOK_DATA)/tinyshakespeare"; \
+	  [ -f "$(JAXBOOK_DATA)/tinyshakespeare/input.txt" ] \
+	    || cp "$(SHARED_SHAKESPEARE)/input.txt" "$(JAXBOOK_DATA)/tinyshakespeare/input.txt"; \
+	  chmod u+w "$(JAXBOOK_DATA)/tinyshakespeare/input.txt"; \
+	  echo "Tiny Shakespeare seeded from $(SHARED_SHAKESPEARE)"; \
+	else \
+	  echo "No $(SHARED_SHAKESPEARE): Part IV's GPT chapters will download it into $(JAXBOOK_DATA)"; \
 	fi
 
 # The English site into _build/html, then the Chinese edition (book root zh/) into

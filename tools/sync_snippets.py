@@ -24,6 +24,7 @@ SNIPPET_DIR = ROOT / "tools" / "snippets"
 SNIPPETS = {
     "mnist_loader.py": "def load_mnist(",  # torchvision datasets (Parts II and III)
     "mnist_idx.py": "def read_idx(",  # NumPy arrays from the IDX files (Part IV)
+    "tiny_shakespeare.py": "def load_tiny_shakespeare(",  # the text of Part IV's GPT chapters
 }
 NOTEBOOK_DIRS = [ROOT / "notebooks", ROOT / "zh" / "notebooks"]
 

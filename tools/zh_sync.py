@@ -6,6 +6,7 @@ translated) and carry the English stored outputs, so nbval on the English notebo
 verifies both editions. Cells are paired by their nbformat cell id.
 
     python tools/zh_sync.py            rewrite every zh notebook from its English twin
+    python tools/zh_sync.py NB ...     rewrite only these (file names or paths)
     python tools/zh_sync.py --check    only report drift; exit 1 if there is any
     python tools/zh_sync.py --init NB  create zh/notebooks/NB from the English one
                                        (markdown still English, to be translated)
@@ -153,6 +154,7 @@ def main():
         "--stamp", metavar="NOTEBOOK",
         help="record that the Chinese markdown of NOTEBOOK translates the current English",
     )
+    parser.add_argument("notebooks", nargs="*", help="only these chapters (plain sync)")
     args = parser.parse_args()
     if args.init:
         name = Path(args.init).name
@@ -177,9 +179,10 @@ def main():
             for line in found:
                 print(f"  {line}")
         sys.exit(1 if problems else 0)
+    only = {Path(name).name for name in args.notebooks}
     for en_path in sorted(EN_DIR.glob("*.ipynb")):
         zh_path = ZH_DIR / en_path.name
-        if not zh_path.exists():
+        if not zh_path.exists() or (only and en_path.name not in only):
             continue
         new, found = synced(load(en_path), load(zh_path))
         zh_path.write_text(dump(new), encoding="utf-8")
