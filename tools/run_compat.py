@@ -11,6 +11,7 @@ Nothing is written back into the repository.
 """
 
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -22,6 +23,7 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 ROOT = Path(__file__).resolve().parent.parent
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the colours of IPython's tracebacks
 
 
 def run_alone(path: Path) -> tuple[float, str | None]:
@@ -45,6 +47,7 @@ def run_alone(path: Path) -> tuple[float, str | None]:
         errors = [
             f"cell {number} ({cell.get('id')}): {output['ename']}: {output['evalue']}\n"
             + "".join(cell.source.splitlines(keepends=True)[:3])
+            + "  ...\n" + "\n".join(ANSI.sub("", line) for line in output.get("traceback", [])[-2:])
             for number, cell in enumerate(notebook.cells, 1)
             for output in cell.get("outputs", [])
             if output.get("output_type") == "error"
@@ -74,16 +77,19 @@ def main(names: list[str]) -> int:
 
     print(f"Python {sys.version.split()[0]}, jax {jax.__version__}, "
           f"JAXBOOK_DATA={os.environ.get('JAXBOOK_DATA', '(unset)')}")
-    failed = []
+    failed = {}
     total = time.perf_counter()
     for path in paths:
         seconds, error = run_alone(path)
         print(f"{path.name}: {'FAILED' if error else 'ok'} in {seconds:.1f} s", flush=True)
         if error:
             print(error, flush=True)
-            failed.append(path.name)
+            failed[path.name] = error
     print(f"{len(paths) - len(failed)} of {len(paths)} chapters ran with no error cell "
           f"in {time.perf_counter() - total:.0f} s")
+    # Again at the end, where a CI log that keeps only its tail still shows them.
+    for name, error in failed.items():
+        print(f"FAILED {name}:\n{error[-1500:]}")
     return 1 if failed else 0
 
 
