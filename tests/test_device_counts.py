@@ -1,11 +1,11 @@
-"""Part III on other device counts: chapters 12 and 13 run with 1 and with 4 devices.
+"""Other device counts: chapters 12, 13 and 16 run with 1 and with 4 devices.
 
 The stored outputs come from 8 simulated CPU devices, the default on a machine without an
 accelerator. A single-chip runtime (Colab's TPU v5e-1) has one device and a TPU v4-8 has
 four, so each chapter is executed here with JAX_NUM_CPU_DEVICES=1 and =4, JAX's own
-variable for the CPU device count, which chapter 12's first JAX cell reads. Every cell
+variable for the CPU device count, which these chapters' first JAX cells read. Every cell
 must run without an error (asserts included); the outputs are not compared with the
-8-device ones. Chapter 12 must also report the device count it was given.
+8-device ones. Chapters 12 and 16 must also report the device count they were given.
 """
 
 import os
@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 
 from conftest import NOTEBOOK_DIR, output_text
 
-CHAPTERS = ["12_data_parallel.ipynb", "13_multi_host.ipynb"]
+CHAPTERS = ["12_data_parallel.ipynb", "13_multi_host.ipynb", "16_sharding_transformer.ipynb"]
 
 
 def execute_copy(name, tmp_path):
@@ -46,9 +46,10 @@ def test_chapter_runs_on_fewer_devices(name, num_devices, tmp_path, monkeypatch)
         if output.get("output_type") == "error"
     ]
     assert not errors, "\n".join(errors)
-    if name.startswith("12_"):
-        printed = "\n".join(
-            output_text(output) for cell in notebook.cells for output in cell.get("outputs", [])
-        )
+    printed = "\n".join(
+        output_text(output) for cell in notebook.cells for output in cell.get("outputs", [])
+    )
+    if name.startswith(("12_", "16_")):
         assert f"device count: {num_devices}\n" in printed
+    if name.startswith("12_"):
         assert f"the mesh has {num_devices} devices" in printed
