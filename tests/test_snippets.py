@@ -19,7 +19,8 @@ MNIST_CHAPTERS = [
     "10_fast_tuned_recipe.ipynb",
     "12_data_parallel.ipynb",
 ]
-IDX_CHAPTERS = ["14_jax_ai_stack.ipynb"]
+IDX_CHAPTERS = ["14_jax_ai_stack.ipynb", "17_preemption.ipynb"]
+SHAKESPEARE_CHAPTERS = ["15_small_gpt.ipynb", "16_sharding_transformer.ipynb"]
 
 
 def test_every_copy_equals_its_source():
@@ -29,15 +30,17 @@ def test_every_copy_equals_its_source():
     )
 
 
-def test_the_mnist_chapters_carry_the_loader():
+def test_the_data_chapters_carry_their_loader():
     for name in MNIST_CHAPTERS:
         notebook = json.loads((ROOT / "notebooks" / name).read_text())
         carried = [snippet for _, snippet in sync_snippets.copies(notebook)]
         assert carried == ["mnist_loader.py"], f"{name} carries {carried}"
-    for name in IDX_CHAPTERS:
-        notebook = json.loads((ROOT / "notebooks" / name).read_text())
-        carried = [snippet for _, snippet in sync_snippets.copies(notebook)]
-        assert carried == ["mnist_idx.py"], f"{name} carries {carried}"
+    for names, snippet_name in [(IDX_CHAPTERS, "mnist_idx.py"),
+                                (SHAKESPEARE_CHAPTERS, "tiny_shakespeare.py")]:
+        for name in names:
+            notebook = json.loads((ROOT / "notebooks" / name).read_text())
+            carried = [snippet for _, snippet in sync_snippets.copies(notebook)]
+            assert carried == [snippet_name], f"{name} carries {carried}"
 
 
 def test_the_benchmark_imports_the_source_instead_of_a_copy():
