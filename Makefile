@@ -85,7 +85,8 @@ test-compat: data
 # with the stored outputs through the same tolerance plugin as `make test`.
 ISA ?= SSE4_2
 ISA_CHAPTERS ?= notebooks/07_mlp_from_scratch.ipynb notebooks/08_optax_training.ipynb \
-  notebooks/10_fast_tuned_recipe.ipynb notebooks/14_jax_ai_stack.ipynb
+  notebooks/10_fast_tuned_recipe.ipynb notebooks/14_jax_ai_stack.ipynb \
+  notebooks/15_small_gpt.ipynb notebooks/16_sharding_transformer.ipynb
 test-isa: $(STAMP) data
 	XLA_FLAGS="$$XLA_FLAGS --xla_cpu_max_isa=$(ISA)" $(BIN)/python -m pytest $(ISA_CHAPTERS)
 

@@ -67,7 +67,10 @@ PARTS = [
             (13, "Beyond\none host"),
         ],
     ),
-    ("Part IV: Scaling up", "#eadcf2", [(14, "From hand-\nwritten JAX\nto the JAX\nAI stack")]),
+    ("Part IV: Scaling up", "#eadcf2", [(14, "From hand-\nwritten JAX\nto the JAX\nAI stack"),
+                                         (15, "A small GPT\nfrom scratch"),
+                                         (16, "Sharding the\ntransformer"),
+                                         (17, "Training that\nsurvives\npreemption")]),
 ]
 
 # The Chinese map: part titles as in zh/_toc.yml, chapter labels as the chapters' H1s.
@@ -104,7 +107,10 @@ PARTS_ZH = [
             (13, "走出\n单台主机"),
         ],
     ),
-    ("第四部分：扩大规模", "#eadcf2", [(14, "从手写 JAX\n到 JAX AI\n技术栈")]),
+    ("第四部分：扩大规模", "#eadcf2", [(14, "从手写 JAX\n到 JAX AI\n技术栈"),
+                                   (15, "从零实现\n一个小型\nGPT"),
+                                   (16, "对 Transformer\n做分片"),
+                                   (17, "经得起抢占\n的训练")]),
 ]
 
 LABEL_WIDTH = 0.2
