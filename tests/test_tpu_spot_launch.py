@@ -3,14 +3,19 @@
 The fake `gcloud` on PATH keeps the state of one queued resource and its TPU VM in a JSON file,
 answers `describe` from it, changes it on `create` and `delete`, and plays back the outcome of
 each `tpu-vm ssh` from a list: "ok" (the job finished), "fail" (the job failed, the TPU is
-fine) or "preempt" (the TPU was taken away while the job ran). Every call is logged, so the
-tests check which commands the script ran, in which order. Nothing touches Google Cloud.
+fine), "preempt" (the TPU was taken away while the job ran), "preempt-late" (ssh lost the
+connection, status 255, but the states change only a few `describe` calls later, as during a
+preempted VM's shutdown), "sigterm" (the job saved and exited with 143, the TPU is fine),
+"sigterm-late" (143, then the late preemption) or "locked" (another copy holds the lock, 75).
+Every call is logged, so the tests check which commands the script ran, in which order.
+Nothing touches Google Cloud.
 """
 
 import json
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -48,15 +53,33 @@ def save():
         json.dump(state, file)
 
 
-def not_found():
-    print("ERROR: (gcloud) NOT_FOUND: Resource not found", file=sys.stderr)
+def not_found(collection):
+    print(f"ERROR: (gcloud.compute.tpus.{{group}}.{{verb}}) NOT_FOUND: Resource "
+          f"'projects/my-project/locations/europe-west4-a/{{collection}}/{{words[4]}}' "
+          "was not found",
+          file=sys.stderr)
     sys.exit(1)
 
 
+def one_describe_later():
+    # A preemption that the API shows only after some looks (during the VM's soft-off).
+    if state.get("preempt_after_looks") is not None:
+        state["preempt_after_looks"] -= 1
+        if state["preempt_after_looks"] <= 0:
+            state["queued"], state["node"] = "SUSPENDED", "PREEMPTED"
+            state["preempt_after_looks"] = None
+        save()
+
+
 group, verb = words[2], words[3]
+fields = [arg for arg in sys.argv[1:] if arg.startswith("--format=")]
 if group == "queued-resources" and verb == "describe":
+    one_describe_later()
     if state["queued"] is None:
-        not_found()
+        not_found("queuedResources")
+    if fields == ["--format=value(state.failedData)"]:
+        print(state.get("failed_data", ""))
+        sys.exit(0)
     # A queue that is waiting becomes ACTIVE after the number of looks it was given.
     if state["queued"] == "WAITING_FOR_RESOURCES":
         state["looks_until_active"] -= 1
@@ -72,19 +95,23 @@ elif group == "queued-resources" and verb == "create":
     save()
 elif group == "queued-resources" and verb == "delete":
     if state["queued"] is None:
-        not_found()
+        not_found("queuedResources")
     state["queued"], state["node"] = None, None
     save()
 elif group == "tpu-vm" and verb == "describe":
+    one_describe_later()
     if state["node"] is None:
-        not_found()
+        not_found("nodes")
     print(state["node"])
 elif group == "tpu-vm" and verb == "ssh":
     outcome = state["ssh"].pop(0)
     if outcome == "preempt":
         state["queued"], state["node"] = "SUSPENDED", "PREEMPTED"
+    if outcome.endswith("-late"):
+        state["preempt_after_looks"] = state["late_by"]
     save()
-    sys.exit({{"ok": 0, "fail": 1, "preempt": 255}}[outcome])
+    sys.exit({{"ok": 0, "fail": 1, "preempt": 255, "preempt-late": 255, "sigterm": 143,
+              "sigterm-late": 143, "locked": 75}}[outcome])
 else:
     print("fake gcloud: unexpected call", sys.argv[1:], file=sys.stderr)
     sys.exit(3)
@@ -105,9 +132,11 @@ def sandbox(tmp_path):
     return tmp_path
 
 
-def run_launcher(sandbox, queued=None, node=None, ssh=(), looks_until_active=0, **env):
+def run_launcher(sandbox, queued=None, node=None, ssh=(), looks_until_active=0, late_by=3,
+                 failed_data="", **env):
     state = {"queued": queued, "node": node, "ssh": list(ssh),
-             "looks_until_active": looks_until_active}
+             "looks_until_active": looks_until_active, "late_by": late_by,
+             "failed_data": failed_data}
     (sandbox / "state.json").write_text(json.dumps(state))
     (sandbox / "calls.log").write_text("")
     environment = {
@@ -116,6 +145,7 @@ def run_launcher(sandbox, queued=None, node=None, ssh=(), looks_until_active=0, 
         "FAKE_GCLOUD_STATE": str(sandbox / "state.json"),
         "FAKE_GCLOUD_LOG": str(sandbox / "calls.log"),
         "POLL_SECONDS": "0",
+        "GRACE_SECONDS": "0",
         **SETTINGS,
         **env,
     }
@@ -215,7 +245,7 @@ def test_resumes_after_a_preemption(sandbox):
         "tpu-vm ssh",               # the job starts again (and resumes from the bucket)
         "queued-resources delete",  # done: clean up
     ]
-    assert "preemption 1 (of at most 20)" in result.stdout
+    assert "restart 1 (of at most 20): the TPU was preempted" in result.stdout
     assert final["queued"] is None
 
 
@@ -231,7 +261,7 @@ def test_gives_up_after_max_restarts(sandbox):
     result, calls, _ = run_launcher(sandbox, ssh=["preempt", "preempt", "preempt"],
                                     MAX_RESTARTS="2")
     assert result.returncode == 1
-    assert "preempted 3 times, more than MAX_RESTARTS=2" in result.stderr
+    assert "restarted 3 times, more than MAX_RESTARTS=2" in result.stderr
     assert verbs(calls).count("queued-resources create") == 3
 
 
@@ -241,6 +271,126 @@ def test_a_failing_job_on_a_healthy_tpu_is_not_restarted(sandbox):
     assert "not a preemption" in result.stderr
     assert changes(calls) == ["tpu-vm ssh"]  # no delete, no create: the TPU stays for a rerun
     assert final["queued"] == "ACTIVE"
+    # Before deciding, it looked at the TPU again GRACE_POLLS (3) more times: 4 looks in all.
+    after_the_job = verbs(calls)[verbs(calls).index("tpu-vm ssh"):]
+    assert after_the_job.count("tpu-vm describe") == 4
+
+
+def test_a_preemption_that_shows_late_is_still_a_preemption(sandbox):
+    # ssh drops (255) while the VM is in its soft-off: the TPU reads READY/ACTIVE for a while.
+    result, calls, final = run_launcher(sandbox, queued="ACTIVE", node="READY",
+                                        ssh=["preempt-late", "ok"], late_by=4)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "looking again" in result.stdout and "not a preemption" not in result.stderr
+    assert changes(calls) == ["tpu-vm ssh", "queued-resources delete",
+                              "queued-resources create", "tpu-vm ssh",
+                              "queued-resources delete"]
+    assert final["queued"] is None
+
+
+def test_with_no_grace_a_late_preemption_reads_as_a_failure(sandbox):
+    # What the script did before it looked again: GRACE_POLLS=0 shows why the grace is needed.
+    result, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY",
+                                    ssh=["preempt-late"], late_by=4, GRACE_POLLS="0")
+    assert result.returncode == 1
+    assert "not a preemption" in result.stderr
+    assert changes(calls) == ["tpu-vm ssh"]
+
+
+def test_a_sigterm_stop_is_not_done_and_the_job_runs_again(sandbox):
+    # Status 143: the job saved and stopped on SIGTERM. The TPU is still fine: run it again.
+    result, calls, final = run_launcher(sandbox, queued="ACTIVE", node="READY",
+                                        ssh=["sigterm", "ok"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert changes(calls) == ["tpu-vm ssh", "tpu-vm ssh", "queued-resources delete"]
+    assert result.stdout.count("the job finished") == 1
+    assert "restart 1 (of at most 20): the job stopped on SIGTERM" in result.stdout
+    assert final["queued"] is None
+
+
+def test_a_sigterm_stop_during_a_preemption_recreates_the_tpu(sandbox):
+    result, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY",
+                                    ssh=["sigterm-late", "ok"], late_by=2)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Not "the job finished" + delete after the first ssh: the TPU is recreated and the job
+    # resumes on the new one.
+    assert changes(calls) == ["tpu-vm ssh", "queued-resources delete",
+                              "queued-resources create", "tpu-vm ssh",
+                              "queued-resources delete"]
+    assert result.stdout.count("the job finished") == 1
+
+
+def test_a_job_already_running_is_not_started_twice(sandbox):
+    result, calls, final = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["locked"])
+    assert result.returncode == 1
+    assert "already running" in result.stderr
+    assert changes(calls) == ["tpu-vm ssh"]
+    assert final["queued"] == "ACTIVE"  # the running job's TPU is left alone
+
+
+def test_the_remote_lock_refuses_a_second_copy_on_a_worker(sandbox):
+    """Run the remote command itself, twice at once, in a fake worker's home folder."""
+    _, calls, _ = run_launcher(sandbox, ssh=["ok"],
+                               TRAIN_COMMAND="touch started; sleep 3; echo done > finished")
+    ssh = calls[verbs(calls).index("tpu-vm ssh")]
+    (command,) = [arg[len("--command="):] for arg in ssh if arg.startswith("--command=")]
+    worker = sandbox / "worker"
+    repo = worker / "hands-on-jax"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "tools").mkdir()
+    (repo / "tools" / "tpu_vm_install.sh").write_text("true\n")
+    worker_bin = sandbox / "worker-bin"
+    worker_bin.mkdir()
+    (worker_bin / "git").write_text("#!/bin/sh\nexit 0\n")  # the pull does nothing here
+    (worker_bin / "git").chmod(0o755)
+    environment = {"HOME": str(worker), "PATH": f"{worker_bin}:/usr/bin:/bin"}
+    first = subprocess.Popen([BASH, "-c", command], cwd=worker, env=environment)
+    try:
+        for _ in range(200):
+            if (repo / "started").exists():
+                break
+            time.sleep(0.05)
+        assert (repo / "started").exists()
+        second = subprocess.run([BASH, "-c", command], cwd=worker, env=environment,
+                                capture_output=True, text=True, timeout=30)
+        assert second.returncode == 75
+        assert "already running on this worker" in second.stderr
+        assert first.wait(timeout=30) == 0
+    finally:
+        first.kill()
+        first.wait()
+    assert (repo / "finished").read_text() == "done\n"
+    third = subprocess.run([BASH, "-c", command.replace("sleep 3", "true")],
+                           cwd=worker, env=environment, capture_output=True, timeout=30)
+    assert third.returncode == 0  # the lock goes with the job that held it
+
+
+def test_a_failed_queued_resource_stops_and_shows_why(sandbox):
+    result, calls, final = run_launcher(sandbox, queued="FAILED",
+                                        failed_data="{'error': 'quota exceeded'}")
+    assert result.returncode == 1
+    assert "is FAILED, which is not a preemption" in result.stderr
+    assert "quota exceeded" in result.stderr
+    assert changes(calls) == []  # not deleted, not recreated: left for the reader to inspect
+    assert final["queued"] == "FAILED"
+
+
+def test_an_empty_state_is_not_polled_forever(sandbox):
+    result, calls, _ = run_launcher(sandbox, queued="", MAX_UNKNOWN="4")
+    assert result.returncode == 1
+    assert "empty state for jaxbook-spot 4 times in a row" in result.stderr
+    assert verbs(calls) == ["queued-resources describe"] * 4
+
+
+def test_a_not_found_that_is_not_the_resource_stops_the_script(sandbox):
+    # A mistyped project or zone gives NOT_FOUND too, but not for this queued resource.
+    broken = Path(sandbox / "bin" / "gcloud")
+    broken.write_text("#!/bin/sh\necho 'ERROR: (gcloud.compute.tpus.queued-resources.describe)"
+                      " NOT_FOUND: Location europe-west4-x was not found.' >&2\nexit 1\n")
+    result, _, _ = run_launcher(sandbox)
+    assert result.returncode == 1
+    assert "Location europe-west4-x was not found" in result.stderr
+    assert "could not read the state of the queued resource" in result.stderr
 
 
 def test_dry_run_prints_the_next_change_and_stops(sandbox):

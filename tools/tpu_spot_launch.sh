@@ -6,39 +6,62 @@
 #   export PROJECT=my-project ZONE=europe-west4-a TPU_NAME=jaxbook-spot \
 #          ACCELERATOR_TYPE=v5litepod-8 RUNTIME_VERSION=v2-alpha-tpuv5-lite \
 #          BUCKET=gs://my-bucket/jaxbook-run \
-#          TRAIN_COMMAND='.venv/bin/python train.py --checkpoints $BUCKET/checkpoints'
+#          TRAIN_COMMAND='.venv/bin/python my_train.py --checkpoints $BUCKET/checkpoints'
 #   bash tools/tpu_spot_launch.sh
+#
+# TRAIN_COMMAND runs in the book's folder on every worker, with the book's .venv installed. It is
+# your own script, written like chapter 17's: it restores the newest checkpoint in $BUCKET on
+# start, saves there with Orbax, exits 0 only when the training is finished, and exits 143 after
+# saving on SIGTERM. On a multi-host slice it calls jax.distributed.initialize() first.
 #
 # It loops:
 #   1. `gcloud compute tpus queued-resources describe TPU_NAME`: no queued resource -> create one
 #      with --spot (node id = TPU_NAME). One that exists is never created twice.
 #   2. Waiting, provisioning, suspending, deleting: poll every POLL_SECONDS.
-#   3. ACTIVE and the TPU VM READY: run one command on every worker (--worker=all) that clones or
+#   3. ACTIVE and the TPU VM READY: run one command on every worker (--worker=all) that takes a
+#      lock (a second copy of the job on the same worker refuses to start, status 75), clones or
 #      updates the book, installs it with tools/tpu_vm_install.sh and runs TRAIN_COMMAND (with
 #      BUCKET exported). The command must resume from the newest checkpoint in BUCKET.
 #   4. The command ends with status 0: the job is done; the queued resource (and with --force,
-#      its TPU VM) is deleted, and the script exits 0.
-#   5. SUSPENDED or FAILED, or the TPU VM PREEMPTED: the TPU is gone. Delete the queued
-#      resource, count a restart, and go back to 1.
-#   A command that fails while the TPU is still READY is a bug in the job, not a preemption:
-#   the script stops (exit 1) and leaves the TPU up, so that a rerun reuses it.
+#      its TPU VM) is deleted, and the script exits 0. Any other status is not "done".
+#   5. Any other status: a preempted TPU can still read READY (and its queued resource ACTIVE)
+#      during its shutdown, so the states are read again, GRACE_POLLS times GRACE_SECONDS apart.
+#      - SUSPENDED, or the TPU VM PREEMPTED or gone: the TPU was taken away. Delete the queued
+#        resource, count a restart, and go back to 1.
+#      - Still READY and ACTIVE, status 143 (the job saved and stopped on SIGTERM): count a
+#        restart and run the job again on the same TPU.
+#      - Still READY and ACTIVE, status 75: another copy of the job holds the lock; stop (exit 1).
+#      - Still READY and ACTIVE, any other status: a bug in the job, not a preemption. Stop
+#        (exit 1) and leave the TPU up, so that a rerun reuses it.
+#   A queued resource in state FAILED is not a preemption either: the script prints its
+#   state.failedData and stops. So does an empty answer from gcloud, MAX_UNKNOWN times in a row.
 #
-# Running it again at any time is safe: it picks up whatever state the queued resource is in.
+# Rerunning the script picks up whatever state the queued resource is in and never creates a
+# second one; the lock on the workers keeps a rerun from starting a second copy of a job that
+# is still running there.
 #
 # Settings (environment variables):
 #   PROJECT, ZONE, TPU_NAME, ACCELERATOR_TYPE, RUNTIME_VERSION, BUCKET, TRAIN_COMMAND  (required)
 #   POLL_SECONDS=60        how long to wait between two looks at the queued resource
-#   MAX_RESTARTS=20        give up after this many preemptions
+#   GRACE_POLLS=3          after a job that did not end with 0, how many more looks before
+#   GRACE_SECONDS=60         deciding that it was not a preemption, and the wait between them
+#   MAX_RESTARTS=20        give up after this many restarts (preemptions or SIGTERM stops)
+#   MAX_UNKNOWN=10         give up after this many empty answers in a row
 #   JAXBOOK_REPO_URL=...   the repository to clone on the workers (default: the book's)
-#   JAXBOOK_DRY_RUN=1      print the next command that would change something, instead of
-#                          running it, and stop
+#   JAXBOOK_DRY_RUN=1      print the first command that would change something, instead of
+#                          running it, and stop (nothing has changed, so nothing comes after it)
 set -euo pipefail
 
 REQUIRED=(PROJECT ZONE TPU_NAME ACCELERATOR_TYPE RUNTIME_VERSION BUCKET TRAIN_COMMAND)
 POLL_SECONDS=${POLL_SECONDS:-60}
+GRACE_POLLS=${GRACE_POLLS:-3}
+GRACE_SECONDS=${GRACE_SECONDS:-60}
 MAX_RESTARTS=${MAX_RESTARTS:-20}
+MAX_UNKNOWN=${MAX_UNKNOWN:-10}
 REPO_URL=${JAXBOOK_REPO_URL:-https://github.com/hands-on-jax/hands-on-jax}
 DRY_RUN=${JAXBOOK_DRY_RUN:-}
+STOPPED_ON_SIGTERM=143  # 128 + 15: the job saved and exited on SIGTERM (chapter 17's script)
+ALREADY_RUNNING=75      # EX_TEMPFAIL: another copy of the job holds the lock on a worker
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -56,14 +79,15 @@ if ((${#missing[@]})); then
     die "missing settings: ${missing[*]}. Set them as environment variables, e.g." \
         "PROJECT=my-project ZONE=europe-west4-a TPU_NAME=jaxbook-spot" \
         "ACCELERATOR_TYPE=v5litepod-8 RUNTIME_VERSION=v2-alpha-tpuv5-lite" \
-        "BUCKET=gs://my-bucket/run TRAIN_COMMAND='.venv/bin/python train.py'" \
+        "BUCKET=gs://my-bucket/run TRAIN_COMMAND='.venv/bin/python my_train.py'" \
         "bash tools/tpu_spot_launch.sh (see the header of this script, and chapter 17)."
 fi
 [[ $BUCKET == gs://* ]] ||
     die "BUCKET=$BUCKET is not a Cloud Storage path (gs://...): a spot TPU's own disk is" \
         "deleted with it, so checkpoints must go to a bucket."
-[[ $POLL_SECONDS =~ ^[0-9]+$ && $MAX_RESTARTS =~ ^[0-9]+$ ]] ||
-    die "POLL_SECONDS and MAX_RESTARTS must be whole numbers."
+for name in POLL_SECONDS GRACE_POLLS GRACE_SECONDS MAX_RESTARTS MAX_UNKNOWN; do
+    [[ ${!name} =~ ^[0-9]+$ ]] || die "$name=${!name} is not a whole number."
+done
 command -v gcloud >/dev/null 2>&1 ||
     die "gcloud is not on PATH: install the Google Cloud CLI and run 'gcloud auth login'."
 
@@ -78,18 +102,20 @@ act() {
     "$@"
 }
 
-# Print the value of one field of a describe command, or ABSENT if the resource does not
-# exist. Any other error (no permission, no network, a wrong zone) stops the script.
+# Print the value of one field of a describe command, UNKNOWN if gcloud answered nothing, or
+# ABSENT if this very resource does not exist (gcloud's "NOT_FOUND: Resource
+# 'projects/.../<collection>/TPU_NAME' was not found"). Any other error, including a NOT_FOUND
+# for a mistyped project or zone, stops the script.
 describe() {
-    local format=$1 err output
-    shift
+    local collection=$1 format=$2 err output
+    shift 2
     err=$(mktemp)
     if output=$(gcloud "$@" "${WHERE[@]}" --format="value($format)" 2>"$err"); then
         rm -f "$err"
         printf '%s\n' "${output:-UNKNOWN}"
         return 0
     fi
-    if grep -qiE 'NOT_FOUND|not found' "$err"; then
+    if grep -q 'NOT_FOUND' "$err" && grep -qF "/$collection/$TPU_NAME' was not found" "$err"; then
         rm -f "$err"
         printf 'ABSENT\n'
         return 0
@@ -100,8 +126,27 @@ describe() {
     return 1
 }
 
-queued_state() { describe state.state compute tpus queued-resources describe "$TPU_NAME"; }
-node_state() { describe state compute tpus tpu-vm describe "$TPU_NAME"; }
+queued_state() {
+    describe queuedResources state.state compute tpus queued-resources describe "$TPU_NAME"
+}
+queued_failure() {
+    describe queuedResources state.failedData compute tpus queued-resources describe "$TPU_NAME"
+}
+node_state() { describe nodes state compute tpus tpu-vm describe "$TPU_NAME"; }
+
+# Empty answers: a few in a row can be a glitch, many are a problem that waiting won't fix.
+unknown=0
+count_unknown() {
+    if [[ $1 != UNKNOWN ]]; then
+        unknown=0
+        return 0
+    fi
+    unknown=$((unknown + 1))
+    ((unknown < MAX_UNKNOWN)) ||
+        die "gcloud gave an empty state for $TPU_NAME $unknown times in a row: stopping." \
+            "Check it with: gcloud compute tpus queued-resources describe $TPU_NAME" \
+            "--zone=$ZONE --project=$PROJECT"
+}
 
 create_queued() {
     say "creating the spot queued resource $TPU_NAME ($ACCELERATOR_TYPE, $RUNTIME_VERSION)"
@@ -115,11 +160,15 @@ delete_queued() {
     act gcloud compute tpus queued-resources delete "$TPU_NAME" --force --quiet "${WHERE[@]}"
 }
 
-# The command every worker runs: get the book, install it, run the job with BUCKET set.
+# The command every worker runs: take the lock (held by the job until it exits, so a second
+# launch on the same worker stops here), get the book, install it, run the job with BUCKET set.
 remote_command() {
     local repo=${REPO_URL##*/}
     repo=${repo%.git}
-    printf '%s' "set -e; if [ -d $repo/.git ]; then git -C $repo pull --ff-only;" \
+    printf '%s' "set -e; exec 9>>\"\$HOME/.jaxbook-train.lock\";" \
+        " if ! flock -n 9; then echo 'another copy of the job is already running on this" \
+        " worker: not starting a second one' >&2; exit $ALREADY_RUNNING; fi;" \
+        " if [ -d $repo/.git ]; then git -C $repo pull --ff-only;" \
         " else git clone $(printf '%q' "$REPO_URL") $repo; fi; cd $repo;" \
         " bash tools/tpu_vm_install.sh; export BUCKET=$(printf '%q' "$BUCKET"); $TRAIN_COMMAND"
 }
@@ -134,41 +183,73 @@ restarts=0
 count_restart() {
     restarts=$((restarts + 1))
     ((restarts <= MAX_RESTARTS)) ||
-        die "the TPU was preempted $restarts times, more than MAX_RESTARTS=$MAX_RESTARTS:" \
+        die "the job was restarted $restarts times, more than MAX_RESTARTS=$MAX_RESTARTS:" \
             "giving up. The checkpoints are in $BUCKET; rerun this script to go on."
-    say "preemption $restarts (of at most $MAX_RESTARTS): recreating, the job will resume" \
-        "from the newest checkpoint in $BUCKET"
+    say "restart $restarts (of at most $MAX_RESTARTS): $1; the job will resume from the" \
+        "newest checkpoint in $BUCKET"
+}
+
+# After a job that did not end with 0: read both states again until they show that the TPU is
+# going away, at most GRACE_POLLS more times. Sets node and state.
+look_again() {
+    local look
+    for ((look = 0; look <= GRACE_POLLS; look++)); do
+        if ((look > 0)); then
+            say "the TPU still reads READY: looking again in $GRACE_SECONDS s" \
+                "($look of $GRACE_POLLS)"
+            sleep "$GRACE_SECONDS"
+        fi
+        node=$(node_state) || die "could not read the state of the TPU VM $TPU_NAME."
+        state=$(queued_state) || die "could not read the state of $TPU_NAME."
+        [[ $node == READY && $state == ACTIVE ]] || return 0
+    done
 }
 
 while true; do
     state=$(queued_state) || die "could not read the state of the queued resource $TPU_NAME."
+    count_unknown "$state"
     case $state in
     ABSENT)
         create_queued
         ;;
     ACTIVE)
         node=$(node_state) || die "could not read the state of the TPU VM $TPU_NAME."
+        count_unknown "$node"
         case $node in
         READY)
-            if run_job; then
+            status=0
+            run_job || status=$?
+            if ((status == 0)); then
                 say "the job finished"
                 delete_queued
                 exit 0
             fi
-            node=$(node_state) || die "could not read the state of the TPU VM $TPU_NAME."
-            state=$(queued_state) || die "could not read the state of $TPU_NAME."
+            say "the job stopped with status $status: is the TPU going away?"
+            look_again
             if [[ $node == READY && $state == ACTIVE ]]; then
-                die "the job failed on a TPU that is still READY: that is not a preemption," \
-                    "so it is not restarted. Look at its output above, fix it, and rerun this" \
-                    "script (it reuses the TPU). Delete the TPU when you are done:" \
-                    "gcloud compute tpus queued-resources delete $TPU_NAME --force" \
-                    "--zone=$ZONE --project=$PROJECT"
+                case $status in
+                "$STOPPED_ON_SIGTERM")
+                    count_restart "the job stopped on SIGTERM and the TPU is still READY"
+                    ;;
+                "$ALREADY_RUNNING")
+                    die "another copy of the job is already running on $TPU_NAME (started by" \
+                        "another run of this script?): not starting a second one."
+                    ;;
+                *)
+                    die "the job failed (status $status) on a TPU that is still READY: that is" \
+                        "not a preemption, so it is not restarted. Look at its output above," \
+                        "fix it, and rerun this script (it reuses the TPU). Delete the TPU" \
+                        "when you are done: gcloud compute tpus queued-resources delete" \
+                        "$TPU_NAME --force --zone=$ZONE --project=$PROJECT"
+                    ;;
+                esac
+            else
+                say "the TPU is $node (queued resource $state)"
             fi
-            say "the job stopped and the TPU is $node (queued resource $state)"
             ;;
         PREEMPTED | TERMINATED | ABSENT)
             say "the TPU VM $TPU_NAME is $node"
-            count_restart
+            count_restart "the TPU was preempted"
             delete_queued
             ;;
         *)
@@ -177,10 +258,17 @@ while true; do
             ;;
         esac
         ;;
-    SUSPENDED | FAILED)
+    SUSPENDED)
         say "the queued resource $TPU_NAME is $state"
-        count_restart
+        count_restart "the TPU was preempted"
         delete_queued
+        ;;
+    FAILED)
+        failure=$(queued_failure) || failure="(could not read state.failedData)"
+        die "the queued resource $TPU_NAME is FAILED, which is not a preemption. Its" \
+            "state.failedData: $failure. Fix the cause (quota, accelerator type, runtime" \
+            "version, zone), delete it with: gcloud compute tpus queued-resources delete" \
+            "$TPU_NAME --force --zone=$ZONE --project=$PROJECT, and rerun this script."
         ;;
     *)
         # CREATING, ACCEPTED, WAITING_FOR_RESOURCES, PROVISIONING, SUSPENDING, DELETING, ...
