@@ -13,7 +13,7 @@ MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
 
-.PHONY: help install data book test test-compat test-isa test-tpu-vm lint bench execute execute-all clean
+.PHONY: help install data book test test-compat test-isa test-tpu-vm test-mutants lint bench execute execute-all clean
 
 help:
 	@echo "make book    build the website into _build/html"
@@ -21,6 +21,7 @@ help:
 	@echo "make test-compat   run every chapter alone with Colab's versions (.venv-colab)"
 	@echo "make test-isa      re-run the training chapters with XLA capped at another instruction set"
 	@echo "make test-tpu-vm   walk the TPU VM path (install script from Python 3.10, Jupyter server)"
+	@echo "make test-mutants  plant each fault of tests/mutants/ in its chapter; every one must be caught"
 	@echo "make bench   run the Part II training benchmark"
 	@echo "make execute NB=notebooks/01_jax_numpy.ipynb   re-run one notebook in place"
 	@echo "make clean   remove the build, the venv and the data copy"
@@ -95,6 +96,12 @@ test-isa: $(STAMP) data
 # chapter 1. About 3 minutes and a second .venv of ~7 GB in a temporary folder, removed after.
 test-tpu-vm: $(STAMP) data
 	$(BIN)/python tools/tpu_vm_walk.py
+
+# Mutation testing: each planted fault of tests/mutants/NN_name.json is applied to a fresh
+# copy of its chapter, whose nbval test (or, for prose, the prose-number check) must then
+# fail. MUTANTS_ARGS=--ci runs the CI subset, --chapter 08 one chapter, --only ID one fault.
+test-mutants: $(STAMP) data
+	$(BIN)/python tools/mutants.py $(MUTANTS_ARGS)
 
 # The Part II benchmark (a measurement: exit code 0 whatever its targets say);
 # `make bench BENCH_ARGS=--check` exits 1 when a target is not met.
