@@ -1,5 +1,17 @@
 """The prose quotes the stored outputs: a number in a chapter's text comes from the output
-it describes.
+it describes, and stays bound to it.
+
+Each measured number of a chapter's markdown, in English and in the Chinese twin, is bound
+in tests/prose_bindings.json to the output number (or code literal, or allow-listed fact)
+it reads: its code cell, its output line (numbers masked) and its index on that line, with
+the label and direction words beside it. The test fails when the prose no longer reads its
+bound value as written (two figures swapped, a figure of another line), when a label or
+direction word beside it changed ("eager" for "jit", "faster" for "slower"), when a
+binding points to a line that is gone, or when a number has no binding and is not on the
+allow-list. `python tools/prose_numbers.py --bind NB` writes the bindings from the
+heuristic below (review the diff); `--rewrite NB` rewrites the numbers after re-execution.
+
+The heuristic, which proposes the bindings:
 
 A number in a markdown cell that looks like a measurement (a decimal, a percentage, a ratio,
 a time, a size, epochs or steps, and spelled-out ratios such as "four fifths of" or "ten
@@ -25,14 +37,30 @@ import prose_numbers  # noqa: E402
 ALLOWED = prose_numbers.load_allowed()
 
 
-@pytest.mark.parametrize("path", all_notebooks(), ids=lambda path: path.name)
-def test_prose_numbers_are_in_the_stored_outputs(path):
-    offenders = prose_numbers.check(path, ALLOWED)
+BINDINGS = prose_numbers.load_bindings()
+BOTH_EDITIONS = [path for en in all_notebooks()
+                 for path in (en, prose_numbers.twin_path(en)) if path.exists()]
+
+
+@pytest.mark.parametrize("path", BOTH_EDITIONS,
+                         ids=lambda path: f"{prose_numbers.edition_of(path)}/{path.name}")
+def test_prose_numbers_are_bound_to_the_stored_outputs(path):
+    offenders = prose_numbers.check(path, ALLOWED, BINDINGS)
     assert not offenders, (
         prose_numbers.report(path.name, offenders)
-        + "\nchange the prose to what the stored outputs show, or, for a fact that is not a "
-        "measurement of this run, add it with its reason to tests/prose_numbers_allowed.json"
+        + "\nchange the prose to what the stored outputs show (after re-executing: python "
+        "tools/prose_numbers.py --rewrite NB), or, if the prose is right and was edited on "
+        "purpose, rebind (python tools/prose_numbers.py --bind NB) and review the diff of "
+        "tests/prose_bindings.json; a fact that is not a measurement of this run goes with "
+        "its reason on tests/prose_numbers_allowed.json"
     )
+
+
+def test_every_chapter_is_bound():
+    for path in BOTH_EDITIONS:
+        assert prose_numbers.edition_of(path) in BINDINGS.get(path.name, {}), (
+            f"{path}: no bindings; run python tools/prose_numbers.py --bind {path.name}"
+        )
 
 
 def test_allow_list_is_small_explained_and_current():
@@ -150,3 +178,92 @@ def test_true_sentences_against_chapter_8_pass():
         "The three seeds reached 98.31% on average after 3 epochs; seed 1 reached 98% after "
         "1.5 epochs and 2.56 s.", "54af91df"
     ).values())
+
+
+# --- bindings, on the frozen chapter 8 --------------------------------------------------
+NAME = "prose_check_chapter_8.json"
+
+
+def chapter_8():
+    return json.loads(CHAPTER_8.read_text(encoding="utf-8"))
+
+
+def with_sentence(notebook, sentence, after_cell="d57e0661"):
+    notebook = copy.deepcopy(notebook)
+    index = next(i for i, cell in enumerate(notebook["cells"]) if cell.get("id") == after_cell)
+    notebook["cells"].insert(index + 1, {"cell_type": "markdown", "id": "inserted",
+                                         "metadata": {}, "source": sentence})
+    return notebook
+
+
+def bound(notebook):
+    return {NAME: {"en": prose_numbers.bind_notebook(notebook, {})}}
+
+
+def flagged(notebook, bindings):
+    return {number["written"]: number["why"] for number in
+            prose_numbers.check_notebook(notebook, NAME, "en", {}, bindings)
+            if number["cell"] == "inserted"}
+
+
+SENTENCE = ("Compiled against compiled, `jax.jit` was faster in this run: 2.97 ms against "
+            "3.61 ms per step for `torch.compile`, and `jax.jit` with `lax.scan` took 2.51 ms.")
+
+
+def test_a_bound_sentence_passes_and_so_do_true_variants():
+    original = with_sentence(chapter_8(), SENTENCE)
+    bindings = bound(original)
+    assert [entry.get("at", {}).get("cell") for entry in bindings[NAME]["en"]["inserted"]] == [
+        "cd65fc9e"] * 3
+    for variant in (SENTENCE, SENTENCE.replace("2.97 ms", "3.0 ms"),
+                    SENTENCE.replace("Compiled against", "Here, compiled against")):
+        assert not flagged(with_sentence(chapter_8(), variant), bindings), variant
+
+
+@pytest.mark.parametrize(("fault", "culprit"), [
+    # two figures of one output line's labels swapped: the line heuristic cannot see this
+    (SENTENCE.replace("2.97 ms", "X").replace("3.61 ms", "2.97 ms").replace("X", "3.61 ms"),
+     "3.61 ms"),
+    # a figure of another line of the same cell
+    (SENTENCE.replace("2.51 ms", "3.25 ms"), "3.25 ms"),
+    # a label beside a bound number replaced by another line's
+    (SENTENCE.replace("with `lax.scan`", "with `PyTorch`"), "2.51 ms"),
+    # a direction word flipped
+    (SENTENCE.replace("faster", "slower"), "2.97 ms"),
+])
+def test_swaps_relabellings_and_flips_of_a_bound_sentence_are_stale(fault, culprit):
+    bindings = bound(with_sentence(chapter_8(), SENTENCE))
+    assert flagged(with_sentence(chapter_8(), fault), bindings).get(culprit), fault
+
+
+def test_a_binding_that_points_nowhere_and_an_unbound_number_fail():
+    original = with_sentence(chapter_8(), SENTENCE)
+    bindings = bound(original)
+    gone = copy.deepcopy(original)
+    cell = next(c for c in gone["cells"] if c.get("id") == "cd65fc9e")
+    cell["outputs"][0]["text"] = [line.replace("jax.jit + lax.scan", "scan")
+                                  for line in cell["outputs"][0]["text"]]
+    assert "points nowhere" in flagged(gone, bindings)["2.51 ms"]
+    added = with_sentence(chapter_8(), SENTENCE + " PyTorch eager took 3.25 ms.")
+    assert "no binding" in flagged(added, bindings)["3.25 ms"]
+
+
+def test_rewrite_updates_the_prose_from_the_bound_outputs():
+    original = with_sentence(chapter_8(), SENTENCE)
+    bindings = bound(original)
+    rerun = copy.deepcopy(original)
+    cell = next(c for c in rerun["cells"] if c.get("id") == "cd65fc9e")
+    cell["outputs"][0]["text"] = [line.replace("2.97", "3.04")
+                                  for line in cell["outputs"][0]["text"]]
+    assert flagged(rerun, bindings)["2.97 ms"].startswith("stale")
+    notes = prose_numbers.rewrite_notebook(rerun, NAME, "en", bindings)
+    assert notes == ["en cell d57e0661: 2.97 -> 3.04", "en cell inserted: 2.97 -> 3.04"]
+    assert "`jax.jit` was faster in this run: 3.04 ms" in prose_numbers._text(
+        next(c for c in rerun["cells"] if c.get("id") == "inserted")["source"])
+    assert not flagged(rerun, bindings)
+
+
+def test_bind_is_deterministic():
+    notebook = with_sentence(chapter_8(), SENTENCE)
+    assert prose_numbers.dump_bindings(bound(notebook)) == prose_numbers.dump_bindings(
+        bound(copy.deepcopy(notebook)))

@@ -1,13 +1,29 @@
 """Keep the prose honest: a number quoted in a chapter's text must come from the output it
-describes, not merely from somewhere in the chapter.
+describes, bound to it, not merely found somewhere in the chapter.
 
-    python3 tools/prose_numbers.py [NOTEBOOK ...]   (default: every notebooks/*.ipynb)
+    python3 tools/prose_numbers.py [NOTEBOOK ...]        check (default: notebooks/*.ipynb;
+                                                         zh/notebooks/X.ipynb: the twin)
+    python3 tools/prose_numbers.py --bind [NOTEBOOK ...]     (re)write the bindings
+    python3 tools/prose_numbers.py --rewrite [NOTEBOOK ...]  numbers from the bound outputs
+    python3 tools/prose_numbers.py --heuristic [NOTEBOOK ...]  rules 1-5 alone
 
-prints, per chapter, each checked number of the markdown prose that fails one of the rules
-below and is not on the allow-list, with its cell id, the sentence and the reason, and exits
-1 if there is any. Plain python3 (json and re only); tests/test_prose_numbers.py runs it on
-every English chapter. It reads the Chinese twins as well (zh/notebooks/*.ipynb: the same
-digits and units, a few Chinese units and label words), but the test does not run them.
+The workflow. An author who edits a chapter's prose (either edition) runs `--bind` on the
+English notebook, which rebinds it and its Chinese twin, and reviews the diff of
+tests/prose_bindings.json: each changed line is a number whose source, label or direction
+words changed, and should be one the author meant to change. After a chapter is
+re-executed, `--rewrite` on it writes each bound number of both editions as its bound
+output now reads, rounded as the prose rounds it (a spelled-out number or a bound such as
+"more than 3 s" it lists for a person to rewrite; the Chinese cells' translation stamps
+follow when they were current), then the check shows what still needs a person: a
+conclusion the new numbers no longer support is not something a tool can rewrite.
+`--bind` is deterministic (the same tree gives the same file) and takes seconds.
+
+The check prints, per chapter, each measured number of the markdown prose that disagrees
+with its binding (rule 6), or has none and fails rules 1-4 and is not on the allow-list
+(rule 5), with its cell id, the sentence and the reason, and exits 1 if there is any. Plain
+python3 (json and re only); tests/test_prose_numbers.py runs it on every chapter, English
+and Chinese (the same digits and units, a few Chinese units, label and direction words).
+Rules 1-5 are the heuristic that proposes the bindings.
 
 1. What is checked. Only markdown cells. Fenced code, math, HTML, URLs and link targets
    are removed; a code span (`...`) is kept as a label (`jax.jit`) with its free-standing
@@ -70,6 +86,29 @@ digits and units, a few Chinese units and label words), but the test does not ru
    and unit written otherwise ("24 hours" allows the Chinese "24 小时"). Facts only (cited
    figures, hardware specs, arithmetic on the data set); a number from another run is what
    this reports.
+6. Bindings, tests/prose_bindings.json: {notebook: {"en"|"zh": {markdown cell id: [one
+   entry per measured number of the cell, in order]}}}. An entry says where the number's
+   value is: "at" {code cell id, output index, line index, the line's text with its numbers
+   masked (#), the number's index on the line} (or, for a code literal, the masked code
+   line), or "allowed" (the allow-list key), or "unbound" (why: the check fails). `--bind`
+   takes the best source that rules 2-4 accept (the most label words of the number's stretch
+   of sentence on the line, then the closest value; a number printed with that value before
+   an allowed fact, before a code literal, before a number merely past a bound). The entry
+   also records "labels", the words of the number's stretch of sentence (from the measured
+   number before it to the one after it) that the bound cell prints, and "direction", the
+   direction words of that stretch (faster/slower, above/below, more/fewer, beats/trails,
+   not, ...; 更快/更慢, 高于/低于, 领先/落后, 不, ...). The check pairs a cell's numbers
+   with its entries by order (if their counts differ, by their units), finds the bound
+   number (the recorded line, else the same masked line nearest to it), and fails when
+   - the prose no longer reads it, rounded as written (in the prose's unit, or as printed;
+     a bound "more than X" is met by a number at or past X): two figures swapped, one
+     replaced by another of the same output, a re-run's new value not yet rewritten;
+   - a label or direction word of its stretch changed ("eager" for "jit", "faster" for
+     "slower", a "not" added): the number now claims something else;
+   - the binding points nowhere (the cell or its line is gone), or the number has none.
+   The Chinese twin's numbers are bound to the English cell's entry with the same value
+   (a fraction 五分之一 also to a ratio 5x), so both editions read the same records; the
+   Chinese prose is checked against the English notebook's code cells.
 """
 
 import json
@@ -100,14 +139,37 @@ def _code_span_as_label(match: re.Match) -> str:
     return " " + re.sub(number, "D", match.group(2).replace("\n", " ")) + " "
 
 
+def _sub_tracked(pattern: re.Pattern, replace, text: str, where: list[int]):
+    """pattern.sub(replace, text), and for each character of the result the offset in the
+    original markdown it came from (`where` maps text to the markdown)."""
+    pieces, places, last = [], [], 0
+    for m in pattern.finditer(text):
+        pieces.append(text[last:m.start()])
+        places.extend(where[last:m.start()])
+        new = replace(m) if callable(replace) else replace
+        pieces.append(new)
+        places.extend([where[m.start()]] * len(new))
+        last = m.end()
+    pieces.append(text[last:])
+    places.extend(where[last:])
+    return "".join(pieces), places
+
+
+def prose_map(markdown: str) -> tuple[str, list[int]]:
+    """`prose(markdown)`, and where each of its characters is in the markdown (plus one
+    entry for the end), so that a tool can rewrite a number of the prose in the source."""
+    text, where = markdown, list(range(len(markdown) + 1))
+    text, where = _sub_tracked(FENCE, " ", text, where)
+    text, where = _sub_tracked(CODE_SPAN, _code_span_as_label, text, where)
+    for pattern in (MATH, HTML, MYST_TARGET, LINK_TARGET, URL):
+        text, where = _sub_tracked(pattern, " ", text, where)
+    return text, where
+
+
 def prose(markdown: str) -> str:
     """The markdown with code blocks, math, HTML, URLs and link targets replaced by spaces,
     and code spans by their text with the digits of numbers masked."""
-    markdown = FENCE.sub(" ", markdown)
-    markdown = CODE_SPAN.sub(_code_span_as_label, markdown)
-    for pattern in (MATH, HTML, MYST_TARGET, LINK_TARGET, URL):
-        markdown = pattern.sub(" ", markdown)
-    return markdown
+    return prose_map(markdown)[0]
 
 
 # --- units ----------------------------------------------------------------------------
@@ -474,9 +536,10 @@ def text_numbers(text: str) -> list[dict]:
         words = {w for word, _, _ in label_words(lines[0]) for w in _with_parts(word)}
         header = (words, first[0]["named_units"] if first else set())
     numbers = []
-    for line in lines:
-        for number in _line_numbers(line, header):
+    for line_no, line in enumerate(lines):
+        for index, number in enumerate(_line_numbers(line, header)):
             number["line"] = line.strip()
+            number["line_no"], number["index"] = line_no, index
             numbers.append(number)
     return numbers
 
@@ -490,11 +553,16 @@ TIME_NAME = r"timeout|seconds|_secs?$|_s$|delay|wait"  # a constant named so is 
 
 def cell_numbers(cell: dict) -> tuple[list[dict], list[dict]]:
     """(numbers of the cell's stored outputs, numbers written in its code)."""
-    outputs = [n for output in cell.get("outputs", []) for n in text_numbers(_output_text(output))]
+    outputs = []
+    for output_no, output in enumerate(cell.get("outputs", [])):
+        for number in text_numbers(_output_text(output)):
+            number["output"], number["cell_id"] = output_no, cell.get("id")
+            outputs.append(number)
     code = []
-    for line in _text(cell.get("source")).splitlines():
-        for number in _line_numbers(line):
-            number["line"] = "code"
+    for line_no, line in enumerate(_text(cell.get("source")).splitlines()):
+        for index, number in enumerate(_line_numbers(line)):
+            number["line"], number["code_line"] = "code", line.strip()
+            number["line_no"], number["index"], number["cell_id"] = line_no, index, cell.get("id")
             # A constant: NAME = 0.01, or a keyword's value, n_epochs=8; timeout=6 is in s.
             name = re.search(r"([A-Za-z_]\w*)\s*=\s*$", line[:number["start"]])
             number["constant"] = bool(name)
@@ -572,7 +640,7 @@ def blocks(notebook: dict) -> list[dict]:
             for heading in open_headings:
                 code_under[heading].append(i)
             continue
-        text = prose(_text(cell.get("source")))
+        text, where = prose_map(_text(cell.get("source")))
         cuts = [m.start() for m in HEADING.finditer(text)]
         for n, (start, end) in enumerate(zip([0, *cuts], [*cuts, len(text)], strict=True)):
             if n:  # a heading opens this block
@@ -584,10 +652,10 @@ def blocks(notebook: dict) -> list[dict]:
                 open_headings.append(len(levels) - 1)
             section = [h for h in open_headings if levels[h] <= SECTION_LEVEL]
             pieces.append((i, cell.get("id", "?"), text[start:end], n == 0,
-                           section[-1] if section else None))
+                           section[-1] if section else None, start, where))
     constants = [n for j in sorted(numbers) for n in numbers[j][1] if n["constant"]]
     result = []
-    for i, cell_id, text, opens_cell, heading in pieces:
+    for i, cell_id, text, opens_cell, heading, offset, where in pieces:
         scope = set(code_under[heading]) if heading is not None else set()
         if not scope:
             scope = set(numbers)  # no heading, or a section without code: the whole chapter
@@ -602,7 +670,7 @@ def blocks(notebook: dict) -> list[dict]:
             for number in numbers[j][0]:
                 number["cell"] = j
         result.append({
-            "cell": cell_id, "text": text,
+            "cell": cell_id, "text": text, "offset": offset, "where": where,
             "outputs": [n for j in sorted(scope) for n in numbers[j][0]],
             "code": [n for j in sorted(scope) for n in numbers[j][1]] + constants,
         })
@@ -700,6 +768,9 @@ def prose_numbers(notebook: dict) -> list[dict]:
             number["sentence"] = re.sub(r"\s+", " ", text[lo:hi]).strip()
             number["cell"] = block["cell"]
             number["why"] = verdict(text, number, numbers, block)
+            number["block"], number["siblings"] = block, numbers
+            where, offset = block["where"], block["offset"]
+            number["src"] = (where[offset + number["start"]], where[offset + number["end"]])
             found.append(number)
     return found
 
@@ -736,8 +807,376 @@ def is_allowed(number: dict, allowed: dict) -> bool:
     return False
 
 
-def check(path: Path, allowed: dict | None = None) -> list[dict]:
-    """The prose numbers of a notebook that fail a rule and are not allowed."""
+# --- bindings: where each prose number comes from ------------------------------------
+BINDINGS_PATH = ROOT / "tests" / "prose_bindings.json"
+ZH_NOTEBOOK_DIR = ROOT / "zh" / "notebooks"
+
+# Words that give a comparison its direction, with the word that reverses it. A binding
+# records those of its number's stretch of sentence, so a flipped one is stale.
+DIRECTIONS = {
+    "faster": "slower", "slower": "faster", "quicker": "slower", "higher": "lower",
+    "lower": "higher", "above": "below", "below": "above", "more": "fewer", "fewer": "more",
+    "less": "more", "larger": "smaller", "smaller": "larger", "bigger": "smaller",
+    "longer": "shorter", "shorter": "longer", "better": "worse", "worse": "better",
+    "beats": "trails", "trails": "beats", "beat": "trail", "trail": "beat", "ahead": "behind",
+    "behind": "ahead", "increase": "decrease", "decrease": "increase",
+    "increases": "decreases", "decreases": "increases", "speedup": "slowdown",
+    "slowdown": "speedup", "over": "under", "under": "over", "up": "down", "down": "up",
+    "fastest": "slowest", "slowest": "fastest", "highest": "lowest", "lowest": "highest",
+    "largest": "smallest", "smallest": "largest", "best": "worst", "worst": "best",
+    "most": "least", "least": "most", "gains": "loses", "loses": "gains", "wins": "loses",
+    "exceeds": "misses", "misses": "exceeds", "not": "", "no": "", "never": "always",
+    "always": "never", "within": "outside", "outside": "within",
+}
+ZH_DIRECTIONS = {
+    "更快": "更慢", "更慢": "更快", "较快": "较慢", "较慢": "较快", "最快": "最慢",
+    "最慢": "最快", "快了": "慢了", "慢了": "快了", "加速": "减速", "减速": "加速",
+    "提高": "降低", "降低": "提高", "提升": "下降", "下降": "上升", "上升": "下降",
+    "高于": "低于", "低于": "高于", "多于": "少于", "少于": "多于", "大于": "小于",
+    "小于": "大于", "更高": "更低", "更低": "更高", "更多": "更少", "更少": "更多",
+    "更大": "更小", "更小": "更大", "更长": "更短", "更短": "更长", "更好": "更差",
+    "更差": "更好", "最高": "最低", "最低": "最高", "最多": "最少", "最少": "最多",
+    "最好": "最差", "最差": "最好", "领先": "落后", "落后": "领先", "超过": "不到",
+    "不到": "超过", "增加": "减少", "减少": "增加", "降到": "升到", "升到": "降到",
+    "之内": "之外", "之外": "之内", "不": "", "没有": "有",
+}
+# Chinese words for labels that the (English) outputs print.
+ZH_LABELS = {
+    "训练": "train", "测试": "test", "验证": "validation", "准确率": "accuracy",
+    "损失": "loss", "种子": "seed", "平均": "mean", "均值": "mean", "中位数": "median",
+    "峰值": "peak", "基线": "baseline", "基准": "baseline", "编译": "compile",
+    "权重": "weight", "误差": "error", "动量": "momentum", "内存": "memory",
+    "批次": "batch", "预热": "warmup", "吞吐量": "throughput", "最小": "min", "最大": "max",
+}
+EN_DIRECTION = re.compile(r"\b(?:" + "|".join(sorted(DIRECTIONS, key=len, reverse=True))
+                          + r")\b", re.I)
+ZH_DIRECTION = re.compile("|".join(sorted(ZH_DIRECTIONS, key=len, reverse=True))
+                          + r"|快(?!速)|慢")
+ZH_LABEL = re.compile("|".join(sorted(ZH_LABELS, key=len, reverse=True)))
+
+
+def edition_of(path: Path) -> str:
+    """"zh" for a notebook of zh/notebooks, else "en"."""
+    path = Path(path).resolve()
+    return "zh" if path.parent.name == "notebooks" and path.parent.parent.name == "zh" else "en"
+
+
+def region(text: str, number: dict, numbers: list[dict]) -> tuple[int, int]:
+    """A prose number's stretch of its sentence: from the measured number before it (or the
+    sentence's start) to the one after it (or the sentence's end)."""
+    lo, hi = sentence_of(text, number["start"], number["end"])
+    lo = max([n["end"] for n in numbers if lo <= n["start"] and n["end"] <= number["start"]],
+             default=lo)
+    hi = min([n["start"] for n in numbers if number["end"] <= n["start"] < hi], default=hi)
+    return lo, hi
+
+
+def context_words(text: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
+    """(label word, start, end) of text[lo:hi], the Chinese label words in English."""
+    words = [(w, s + lo, e + lo) for w, s, e in label_words(text[lo:hi])]
+    starts = {start for _, start, _ in words}
+    words += [(ZH_LABELS[m.group(0)], m.start(), m.end())
+              for m in ZH_LABEL.finditer(text, lo, hi) if m.start() not in starts]
+    return sorted(words, key=lambda item: item[1])
+
+
+def direction_words(text: str, lo: int, hi: int) -> list[tuple[str, int, int]]:
+    """(direction word, start, end) of text[lo:hi]: "faster", "below", "not", 更快, 低于."""
+    found = [(m.group(0).lower(), m.start(), m.end()) for m in EN_DIRECTION.finditer(text, lo, hi)]
+    found += [(m.group(0), m.start(), m.end()) for m in ZH_DIRECTION.finditer(text, lo, hi)]
+    return sorted(found, key=lambda item: item[1])
+
+
+def _mask(line: str) -> str:
+    """A line with its numbers masked: where a bound number is, whatever the run printed."""
+    return OUT_TOKEN.sub("#", line.strip())[:160]
+
+
+def vocabulary(cell: dict, from_code: bool) -> set[str]:
+    """The label words of a code cell's outputs (or, for a number of the code, its source)."""
+    texts = [_text(cell.get("source"))] if from_code else [
+        _output_text(output) for output in cell.get("outputs", [])]
+    return {part for text in texts for word, _, _ in label_words(text)
+            for part in _with_parts(word)}
+
+
+def sources(text: str, number: dict, numbers: list[dict], block: dict) -> list[tuple]:
+    """The output (or code) numbers that rules 2-4 accept for a prose number, best first,
+    each as (number, from_code): the most words of the number's stretch of sentence on the
+    line, then the closest value, then a printed value before a literal of the code."""
+    compatible = [o for o in block["outputs"] if comparable_values(number, o)]
+    found = [o for o in compatible if matches(number, o)]
+    good = []
+    if found:
+        printed_by = {o["cell"] for o in found}
+        label = label_of(text, number, numbers, [o for o in compatible if o["cell"] in printed_by])
+        sides = [{w for w, side in label.items() if side == s} for s in ("before", "after")]
+        good = [o for o in found if all(not words or words & o["labels"] for words in sides)]
+    code = [o for o in block["code"] if matches(number, o, from_code=True)]
+    lo, hi = region(text, number, numbers)
+    words = {w for w, _, _ in context_words(text, lo, hi)}
+
+    def rank(item):
+        other, from_code = item
+        values = comparable_values(number, other, from_code)
+        distance = min((abs(v - number["value"]) for v in values), default=float("inf"))
+        if distance > number["tolerance"]:  # a bound met by a number past it: the nearest
+            return True, from_code, distance, -len(words & other["labels"])
+        return False, -len(words & other["labels"]), distance, from_code
+
+    return sorted([(o, False) for o in good] + [(o, True) for o in code], key=rank)
+
+
+def exact(number: dict, other: dict, from_code: bool) -> bool:
+    """Whether a source has the prose number's value itself, not merely one past its bound."""
+    return any(abs(v - number["value"]) <= number["tolerance"]
+               for v in comparable_values(number, other, from_code))
+
+
+def locator(other: dict, from_code: bool) -> dict:
+    """Where a bound value is: its code cell, and the output's line (its text with the
+    numbers masked, and its place) and the number's index on it; or the line of the code."""
+    if from_code:
+        return {"cell": other["cell_id"], "code": _mask(other["code_line"]),
+                "line": other["line_no"], "index": other["index"]}
+    return {"cell": other["cell_id"], "output": other["output"], "line": other["line_no"],
+            "text": _mask(other["line"]), "index": other["index"]}
+
+
+def locate(at: dict, cells: dict) -> tuple[dict | None, str | None]:
+    """The output (or code) number a locator points to today, or None and why not."""
+    cell = cells.get(at["cell"])
+    if cell is None or cell.get("cell_type") != "code":
+        return None, f"its code cell {at['cell']} is gone"
+    outputs, code = cell_numbers(cell)
+    if "code" in at:
+        same = [n for n in code
+                if n["index"] == at["index"] and _mask(n["code_line"]) == at["code"]]
+        place = lambda n: abs(n["line_no"] - at["line"])  # noqa: E731
+    else:
+        same = [n for n in outputs if n["index"] == at["index"] and _mask(n["line"]) == at["text"]]
+        place = lambda n: (abs(n["output"] - at["output"]), abs(n["line_no"] - at["line"]))  # noqa: E731
+    if not same:
+        what = at.get("code") or at.get("text")
+        return None, f"its line {what!r} is no longer in cell {at['cell']}"
+    return min(same, key=place), None
+
+
+def _context(number: dict, vocab: set[str]) -> tuple[list[str], list[str]]:
+    """The label words (those in `vocab`) and direction words of a number's stretch."""
+    text = number["block"]["text"]
+    lo, hi = region(text, number, number["siblings"])
+    labels = [w for w, _, _ in context_words(text, lo, hi) if w in vocab]
+    return labels, [w for w, _, _ in direction_words(text, lo, hi)]
+
+
+def _allowed_key(number: dict, allowed: dict) -> str | None:
+    if number["written"] in allowed:
+        return number["written"]
+    for key in allowed:
+        [other] = measurements(key) or [None]
+        if other and (other["value"], other["unit"]) == (number["value"], number["unit"]):
+            return key
+    return None
+
+
+def _by_cell(numbers: list[dict]) -> dict[str, list[dict]]:
+    cells = {}
+    for number in numbers:
+        cells.setdefault(number["cell"], []).append(number)
+    return cells
+
+
+def bind_notebook(notebook: dict, allowed: dict, twin: dict | None = None) -> dict:
+    """The bindings of a notebook's prose numbers, {markdown cell id: [binding, ...]} in the
+    order of the numbers in the cell. `twin`: the English notebook's bindings, for the
+    Chinese twin, whose numbers are bound as the English cell's with the same value."""
+    cells = {cell.get("id"): cell for cell in notebook["cells"]}
+    result = {}
+    for cell_id, numbers in _by_cell(prose_numbers(notebook)).items():
+        entries, used = [], set()
+        for number in numbers:
+            entry = {"n": number["written"]}
+            english = [(k, b) for k, b in enumerate((twin or {}).get(cell_id, []))
+                       if "unbound" not in b and _same_number(number, b)]
+            english.sort(key=lambda item: item[0] in used)
+            key = _allowed_key(number, allowed)
+            ranked = [] if number["why"] else sources(
+                number["block"]["text"], number, number["siblings"], number["block"])
+            if english:  # the Chinese twin: the English cell's number of the same value
+                used.add(english[0][0])
+                entry.update({k: v for k, v in english[0][1].items() if k in ("at", "allowed")})
+                if english[0][1].get("scale", 1.0) != scale_of(number):
+                    entry["at_scale"] = english[0][1].get("scale", 1.0)
+            elif ranked and (exact(number, *ranked[0]) and not ranked[0][1] or key is None):
+                entry["at"] = locator(*ranked[0])  # printed; or only a bound, or the code
+            elif key is not None:
+                entry["allowed"] = key
+            elif ranked:
+                entry["at"] = locator(*ranked[0])
+            else:
+                entry["unbound"] = number["why"] or "no source"
+            if "at" in entry:
+                vocab = vocabulary(cells[entry["at"]["cell"]], "code" in entry["at"])
+            else:
+                vocab = set()
+            entry["labels"], entry["direction"] = _context(number, vocab)
+            entry["value"], entry["unit"] = number["value"], number["unit"]
+            bound = number.get("bound") or (english[0][1].get("bound") if english else None)
+            if bound:
+                entry["bound"] = bound
+            if scale_of(number) != 1.0:  # "1.04 billion": the English binding's, in words
+                entry["scale"] = scale_of(number)
+            entries.append(entry)
+        result[cell_id] = entries
+    return result
+
+
+SCALES = {"thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12, "千": 1e3,
+          "万": 1e4, "亿": 1e8}
+
+
+def scale_of(number: dict) -> float:
+    """The word after a number that multiplies it: 1.04 billion, 10.4 亿."""
+    after = re.match(r"\s*(thousand|million|billion|trillion|千|万|亿)",
+                     number["block"]["text"][number["end"]:number["end"] + 12])
+    return SCALES[after.group(1)] if after else 1.0
+
+
+def _same_number(number: dict, entry: dict) -> bool:
+    """Whether a Chinese number is the English binding's: the same value and unit (10.4 亿
+    for 1.04 billion), or a fraction for a ratio ("五分之一" for "5 times" smaller)."""
+    value, unit = entry.get("value"), entry.get("unit")
+    if value is None:
+        return False
+    ratio = scale_of(number) / entry.get("scale", 1.0)
+    if unit == number["unit"] and abs(
+            value - number["value"] * ratio) <= number["tolerance"] * ratio + 1e-9:
+        return True
+    return (number["kind"] == "fraction" and unit == "x" and value > 0
+            and abs(1 / value - number["value"]) <= number["tolerance"] + 1e-9)
+
+
+def records(notebook: dict, english: dict | None) -> dict:
+    """The notebook whose code and outputs a Chinese twin's prose is read against: its own
+    markdown, the English notebook's code cells (the same code, outputs and ids; only the
+    comments are translated), so both editions read the same records."""
+    if english is None:
+        return notebook
+    code = {cell.get("id"): cell for cell in english["cells"] if cell["cell_type"] == "code"}
+    hybrid = dict(notebook)
+    hybrid["cells"] = [code.get(cell.get("id"), cell) if cell["cell_type"] == "code" else cell
+                       for cell in notebook["cells"]]
+    return hybrid
+
+
+def _pairs(numbers: list[dict], entries: list[dict]) -> list[tuple[dict, dict | None]]:
+    """Each prose number of a cell with its binding: by order when the cell has as many
+    numbers as bindings (so a swap is seen), else aligned on their units."""
+    if len(numbers) == len(entries):
+        return list(zip(numbers, entries, strict=True))
+    import difflib  # noqa: PLC0415
+    keys = [(n["unit"], n["kind"] == "decimal") for n in numbers]
+    bound = [(e.get("unit"), "." in e["n"] and e.get("unit") is None) for e in entries]
+    pairs = {}
+    for block in difflib.SequenceMatcher(None, keys, bound, autojunk=False).get_matching_blocks():
+        for k in range(block.size):
+            pairs[block.a + k] = entries[block.b + k]
+    return [(n, pairs.get(i)) for i, n in enumerate(numbers)]
+
+
+def agrees(number: dict, other: dict, from_code: bool, entry: dict) -> bool:
+    """Whether a prose number reads its bound value, rounded as it is written: in its unit,
+    or as the printed number itself (the binding already says which number it is), or, for
+    a Chinese fraction bound as an English ratio, as its reciprocal; a bound ("more than",
+    "at most"; the English binding's, when the Chinese words do not say so) is met by the
+    value past it or at it."""
+    bound = number.get("bound") or entry.get("bound")
+    factor = entry.get("scale", 1.0) / entry.get("at_scale", entry.get("scale", 1.0))
+    if factor != 1.0:  # 10.4 亿 bound as the English 1.04 billion
+        number = {**number, "value": number["value"] * factor,
+                  "tolerance": number["tolerance"] * factor}
+    values = comparable_values(number, other, from_code) + [other["value"]]
+    if number["kind"] == "fraction" and other["value"] > 1:
+        values.append(1 / other["value"])
+    return any(abs(v - number["value"]) <= number["tolerance"]
+               or (bound == "above" and v > number["value"])
+               or (bound == "below" and v < number["value"]) for v in values)
+
+
+def stale(number: dict, entry: dict | None, cells: dict, allowed: dict) -> str | None:
+    """Why a prose number no longer agrees with its binding, or None."""
+    if entry is None:
+        return (number["why"] or "a measured number with no binding") + (
+            "; bind it: python tools/prose_numbers.py --bind NOTEBOOK, and review the diff")
+    if "unbound" in entry:
+        return number["why"] or entry["unbound"]
+    if "allowed" in entry:
+        key = entry["allowed"]
+        same = entry.get("unit") == number["unit"] and abs(
+            entry["value"] - number["value"]) <= number["tolerance"] + 1e-9
+        if key not in allowed:
+            return f"bound to the allow-list's {key!r}, which is no longer on it"
+        if not same:
+            return f"bound to the allowed fact {key!r}, but the prose says {number['written']!r}"
+        vocab = set()
+    else:
+        at = entry["at"]
+        other, why = locate(at, cells)
+        if other is None:
+            return f"its binding points nowhere: {why}"
+        from_code = "code" in at
+        if not agrees(number, other, from_code, entry):
+            where = other["code_line"] if from_code else other["line"]
+            shown = comparable_values(number, other, from_code)
+            value = f"{shown[0]:.6g}" if shown else "a number of another unit"
+            return (f"stale: bound to {value} on {where[:80]!r} (cell {at['cell']}), "
+                    f"the prose says {number['written']!r}")
+        vocab = vocabulary(cells[at["cell"]], from_code)
+    vocab |= set(entry.get("labels", []))
+    labels, direction = _context(number, vocab)
+    if labels != entry.get("labels", []):
+        return (f"its label changed: bound beside {' '.join(entry.get('labels', [])) or 'none'!r},"
+                f" now beside {' '.join(labels) or 'none'!r}")
+    if direction != entry.get("direction", []):
+        was = " ".join(entry.get("direction", [])) or "none"
+        return f"its direction changed: bound with {was!r}, now {' '.join(direction) or 'none'!r}"
+    return None
+
+
+def load_bindings(path: Path = BINDINGS_PATH) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
+def check_notebook(notebook: dict, name: str, edition: str = "en", allowed: dict | None = None,
+                   bindings: dict | None = None) -> list[dict]:
+    """The prose numbers of a notebook that disagree with their bindings (or have none and
+    are not allowed), each with "why"."""
+    allowed = (load_allowed() if allowed is None else allowed).get(name, {})
+    bound = (load_bindings() if bindings is None else bindings).get(name, {}).get(edition, {})
+    cells = {cell.get("id"): cell for cell in notebook["cells"]}
+    offenders = []
+    for cell_id, numbers in _by_cell(prose_numbers(notebook)).items():
+        for number, entry in _pairs(numbers, bound.get(cell_id, [])):
+            why = stale(number, entry, cells, allowed)
+            if why and not (entry is None and is_allowed(number, allowed)):
+                offenders.append({**number, "why": why})
+    return offenders
+
+
+def check(path: Path, allowed: dict | None = None, bindings: dict | None = None,
+          edition: str | None = None) -> list[dict]:
+    """The prose numbers of a notebook that are stale, unbound or point nowhere."""
+    notebook = json.loads(Path(path).read_text(encoding="utf-8"))
+    edition = edition or edition_of(path)
+    english = NOTEBOOK_DIR / Path(path).name
+    if edition == "zh" and english.exists():
+        notebook = records(notebook, json.loads(english.read_text(encoding="utf-8")))
+    return check_notebook(notebook, Path(path).name, edition, allowed, bindings)
+
+
+def heuristic_check(path: Path, allowed: dict | None = None) -> list[dict]:
+    """Rules 1-4 alone (no bindings): the prose numbers not found with their unit and label."""
     notebook = json.loads(Path(path).read_text(encoding="utf-8"))
     allowed = (load_allowed() if allowed is None else allowed).get(Path(path).name, {})
     return [number for number in prose_numbers(notebook)
@@ -752,8 +1191,129 @@ def unused_allowed(path: Path, allowed: dict | None = None) -> list[str]:
     return [key for key in allowed if key not in written]
 
 
+def dump_bindings(bindings: dict) -> str:
+    """The bindings file: one binding a line, so that a review reads its diff."""
+    lines = ["{"]
+    names = sorted(bindings)
+    for i, name in enumerate(names):
+        lines.append(f" {json.dumps(name)}: {{")
+        editions = [e for e in ("en", "zh") if e in bindings[name]]
+        for j, edition in enumerate(editions):
+            lines.append(f"  {json.dumps(edition)}: {{")
+            cells = bindings[name][edition]
+            for k, (cell_id, entries) in enumerate(cells.items()):
+                lines.append(f"   {json.dumps(cell_id)}: [")
+                for m, entry in enumerate(entries):
+                    comma = "," if m < len(entries) - 1 else ""
+                    lines.append("    " + json.dumps(entry, ensure_ascii=False) + comma)
+                lines.append("   ]" + ("," if k < len(cells) - 1 else ""))
+            lines.append("  }" + ("," if j < len(editions) - 1 else ""))
+        lines.append(" }" + ("," if i < len(names) - 1 else ""))
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def twin_path(path: Path) -> Path:
+    return ZH_NOTEBOOK_DIR / Path(path).name
+
+
+def bind(paths: list[Path], bindings_path: Path = BINDINGS_PATH) -> dict:
+    """Rewrite the bindings of these (English) notebooks and their Chinese twins from
+    today's heuristic match; the other notebooks' bindings are kept."""
+    allowed = load_allowed()
+    bindings = load_bindings(bindings_path)
+    for path in paths:
+        name = Path(path).name
+        english = bind_notebook(json.loads((NOTEBOOK_DIR / name).read_text(encoding="utf-8")),
+                                allowed.get(name, {}))
+        bindings[name] = {"en": english}
+        if twin_path(name).exists():
+            chinese = records(json.loads(twin_path(name).read_text(encoding="utf-8")),
+                              json.loads((NOTEBOOK_DIR / name).read_text(encoding="utf-8")))
+            bindings[name]["zh"] = bind_notebook(chinese, allowed.get(name, {}), english)
+    bindings_path.write_text(dump_bindings(bindings), encoding="utf-8")
+    return bindings
+
+
+def _format(value: float, written: str) -> str:
+    """A value written with the decimals (and thousands separators) of `written`."""
+    numeral = re.match(NUM, written).group(0)
+    digits = _decimals(numeral)
+    return f"{value:,.{digits}f}" if "," in numeral else f"{value:.{digits}f}"
+
+
+def rewrite_notebook(notebook: dict, name: str, edition: str, bindings: dict) -> list[str]:
+    """Write each bound number of the notebook's prose as its bound value now reads, rounded
+    as the prose rounds it; returns what changed, and what a person must rewrite (a
+    spelled-out number, a bound such as "more than 3 s", a number with no binding)."""
+    cells = {cell.get("id"): cell for cell in notebook["cells"]}
+    bound = bindings.get(name, {}).get(edition, {})
+    notes, edits = [], {}
+    for cell_id, numbers in _by_cell(prose_numbers(notebook)).items():
+        for number, entry in _pairs(numbers, bound.get(cell_id, [])):
+            if entry is None or "at" not in entry:
+                continue
+            other, why = locate(entry["at"], cells)
+            if other is None:
+                notes.append(f"{edition} cell {cell_id}: {number['written']!r}: {why}")
+                continue
+            from_code = "code" in entry["at"]
+            if matches(number, other, from_code):
+                continue
+            values = comparable_values(number, other, from_code)
+            if not re.match(NUM, number["written"]) or number.get("bound") or not values:
+                notes.append(f"{edition} cell {cell_id}: {number['written']!r} is now "
+                             f"{values[0] if values else '?'}: rewrite it by hand")
+                continue
+            new = _format(values[0], number["written"])
+            start = number["src"][0]
+            numeral = re.match(NUM, number["written"]).group(0)
+            edits.setdefault(cell_id, []).append((start, start + len(numeral), new))
+            entry["n"] = new + number["written"][len(numeral):]
+            entry["value"] = _value(new)
+            notes.append(f"{edition} cell {cell_id}: {numeral} -> {new}")
+    for cell_id, changes in edits.items():
+        cell = cells[cell_id]
+        source = _text(cell["source"])
+        for start, end, new in sorted(changes, reverse=True):
+            source = source[:start] + new + source[end:]
+        cell["source"] = source.splitlines(keepends=True)
+    return notes
+
+
+def rewrite(paths: list[Path], bindings_path: Path = BINDINGS_PATH) -> list[str]:
+    """`rewrite_notebook` on these English notebooks and their Chinese twins; a Chinese
+    cell whose translation stamp matched the English text still matches after."""
+    import hashlib  # noqa: PLC0415
+    bindings = load_bindings(bindings_path)
+    notes = []
+    for path in paths:
+        name = Path(path).name
+        en_path, zh_path = NOTEBOOK_DIR / name, twin_path(name)
+        english = json.loads(en_path.read_text(encoding="utf-8"))
+        digest = {c.get("id"): hashlib.sha1(_text(c["source"]).encode()).hexdigest()[:12]
+                  for c in english["cells"]}
+        notes += rewrite_notebook(english, name, "en", bindings)
+        en_path.write_text(json.dumps(english, indent=1, ensure_ascii=False) + "\n",
+                           encoding="utf-8")
+        if zh_path.exists():
+            chinese = json.loads(zh_path.read_text(encoding="utf-8"))
+            notes += rewrite_notebook(chinese, name, "zh", bindings)
+            for cell in english["cells"]:
+                new = hashlib.sha1(_text(cell["source"]).encode()).hexdigest()[:12]
+                for zh_cell in chinese["cells"]:
+                    stamp = zh_cell.get("metadata", {}).get("zh", {})
+                    if (zh_cell.get("id") == cell.get("id") and new != digest[cell.get("id")]
+                            and stamp.get("translated_from") == digest[cell.get("id")]):
+                        stamp["translated_from"] = new
+            zh_path.write_text(json.dumps(chinese, indent=1, ensure_ascii=False) + "\n",
+                               encoding="utf-8")
+    bindings_path.write_text(dump_bindings(bindings), encoding="utf-8")
+    return notes
+
+
 def report(name: str, offenders: list[dict]) -> str:
-    lines = [f"{name}: {len(offenders)} prose number(s) not found with their unit and label"]
+    lines = [f"{name}: {len(offenders)} prose number(s) stale, unbound or not found"]
     for number in offenders:
         lines.append(f"  cell {number['cell']}: {number['written']!r}: {number['why']}")
         lines.append(f"      {number['sentence'][:200]}")
@@ -761,14 +1321,25 @@ def report(name: str, offenders: list[dict]) -> str:
 
 
 def main(argv: list[str]) -> int:
-    paths = [Path(arg) for arg in argv] or sorted(NOTEBOOK_DIR.glob("*.ipynb"))
-    allowed = load_allowed()
+    mode = argv[0] if argv and argv[0] in ("--bind", "--rewrite", "--heuristic") else None
+    args = argv[1:] if mode else argv
+    paths = [Path(arg) for arg in args] or sorted(NOTEBOOK_DIR.glob("*.ipynb"))
+    if mode == "--bind":
+        bind(paths)
+        print(f"bound the prose numbers of {len(paths)} chapter(s) in {BINDINGS_PATH}")
+        return 0
+    if mode == "--rewrite":
+        for note in rewrite(paths):
+            print(note)
+        return 0
+    allowed, bindings = load_allowed(), load_bindings()
     failed = False
     for path in paths:
-        offenders = check(path, allowed)
+        offenders = (heuristic_check(path, allowed) if mode == "--heuristic"
+                     else check(path, allowed, bindings))
         if offenders:
             failed = True
-            print(report(path.name, offenders))
+            print(report(f"{edition_of(path)}/{path.name}", offenders))
     return 1 if failed else 0
 
 

@@ -1,0 +1,346 @@
+"""Measure the prose-number check on faults generated over every chapter's prose.
+
+    python3 tools/prose_faults.py [--old COMMIT] [--json PATH] [NOTEBOOK ...]
+
+For each chapter (default: every notebooks/*.ipynb) and its Chinese twin, this plants one
+fault at a time in an in-memory copy of one markdown cell and asks two checkers whether
+they see it: the binding check of tools/prose_numbers.py (against tests/prose_bindings.json)
+and the line-label heuristic alone as it stood at COMMIT (default 6172b3e, the last commit
+before the bindings; read with `git show`). A fault is caught when the checker reports a
+number of the mutated chapter that it does not report for the chapter as it is.
+
+Faults (every one makes a sentence false, or is skipped):
+- swap-sentence: two measured numbers of one sentence, of different values, swapped (with
+  their units);
+- swap-paragraph: the same for two numbers in different sentences of one paragraph (at most
+  the 3 nearest pairs per number);
+- relabel: the label word nearest to a bound number (a word of its stretch of sentence that
+  the bound cell's outputs print) replaced by a word that labels another line of the same
+  cell's outputs and not the bound one;
+- direction: a direction word of a bound number's stretch ("faster", "below", "not",
+  更快, 低于) replaced by its opposite (a negation removed);
+- replace: a bound number replaced by another number of the same unit printed by the same
+  cell, written with the same decimals, where that changes it.
+True variants (must pass): "reround", a bound number with two or more decimals rounded to
+one decimal fewer from its bound value; "reword", a phrase without numbers, labels or
+direction words put at the start of the sentence ("Here, ", 在这里，) or after the number
+(", in this run," / "（本次运行）").
+
+Prints the catch rate of each checker per kind and edition, the false alarms (true variants
+flagged, and the committed prose's own offenders), and optionally writes every fault with
+its verdicts to --json.
+"""
+
+import copy
+import importlib.util
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+import prose_numbers as P  # noqa: E402
+
+FAULTS = ("swap-sentence", "swap-paragraph", "relabel", "direction", "replace")
+TRUE = ("reround", "reword")
+
+
+def load_old(commit: str):
+    """The prose-number checker as it stood at `commit`, as a module."""
+    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:tools/prose_numbers.py"],
+                          check=True, capture_output=True, text=True).stdout
+    folder = Path(tempfile.mkdtemp(prefix="old-prose-"))
+    path = folder / "old_prose_numbers.py"
+    path.write_text(text.replace("ROOT = Path(__file__).resolve().parent.parent",
+                                 f"ROOT = Path({str(ROOT)!r})"))
+    spec = importlib.util.spec_from_file_location("old_prose_numbers", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+ONLY = {"cell": None}  # while a mutant is checked: the one markdown cell it changed
+
+
+def only_the_changed_cell(module) -> None:
+    """Check only the mutated markdown cell: the others read as before (their scope depends
+    on the headings and code cells, which no fault touches)."""
+    original = module.blocks
+
+    def blocks(notebook):
+        found = original(notebook)
+        return found if ONLY["cell"] is None else [b for b in found if b["cell"] == ONLY["cell"]]
+
+    module.blocks = blocks
+
+
+def memoize_cell_numbers(module) -> None:
+    """Parse each code cell's outputs once: a mutant shares its code cells with the chapter."""
+    original, cache = module.cell_numbers, {}
+
+    def cached(cell):
+        key = id(cell)
+        if key not in cache:
+            cache[key] = (cell, original(cell))
+        return cache[key][1]
+
+    module.cell_numbers = cached
+
+
+# --- where things are in a cell's source --------------------------------------------------
+def source_span(number: dict, start: int, end: int) -> tuple[int, int]:
+    """A span of a number's block text as a span of its cell's markdown source."""
+    where, offset = number["block"]["where"], number["block"]["offset"]
+    return where[offset + start], where[offset + end]
+
+
+def mutant(notebook: dict, cell_id: str, edits: list[tuple[int, int, str]]) -> dict:
+    """A copy of the notebook (sharing its other cells) with edits to one cell's source."""
+    result = dict(notebook)
+    result["cells"] = list(notebook["cells"])
+    for i, cell in enumerate(result["cells"]):
+        if cell.get("id") == cell_id:
+            source = P._text(cell["source"])
+            for start, end, new in sorted(edits, reverse=True):
+                source = source[:start] + new + source[end:]
+            cell = copy.copy(cell)
+            cell["source"] = source
+            result["cells"][i] = cell
+    return result
+
+
+def same_value(a: dict, b: dict) -> bool:
+    return a["unit"] == b["unit"] and abs(a["value"] - b["value"]) <= max(
+        a["tolerance"], b["tolerance"])
+
+
+# --- the faults --------------------------------------------------------------------------
+def faults(notebook: dict, name: str, edition: str, bindings: dict) -> list[dict]:
+    """Every fault and true variant of a notebook's prose, each {"kind", "cell", "edits",
+    "what"}."""
+    cells = {cell.get("id"): cell for cell in notebook["cells"]}
+    bound = bindings.get(name, {}).get(edition, {})
+    found = []
+    source_of = {cid: P._text(cell["source"]) for cid, cell in cells.items()}
+    for cell_id, numbers in P._by_cell(P.prose_numbers(notebook)).items():
+        entries = dict(enumerate(bound.get(cell_id, [])))
+        text_of = source_of[cell_id]
+
+        def written(number, text_of=text_of):
+            return text_of[number["src"][0]:number["src"][1]]
+
+        def place(number):
+            text = number["block"]["text"]
+            lo, _ = P.sentence_of(text, number["start"], number["end"])
+            paragraph = len(re.findall(r"\n[ \t]*\n", text[:number["start"]]))
+            return id(number["block"]), paragraph, lo
+
+        # swaps
+        for i, a in enumerate(numbers):
+            for j in range(i + 1, len(numbers)):
+                b = numbers[j]
+                pa, pb = place(a), place(b)
+                if pa[:2] != pb[:2] or same_value(a, b) or written(a) == written(b):
+                    continue
+                if pa[2] == pb[2]:
+                    kind = "swap-sentence"
+                else:
+                    between = sum(1 for k in range(i + 1, j) if place(numbers[k])[:2] == pa[:2])
+                    if between >= 3:
+                        continue
+                    kind = "swap-paragraph"
+                found.append({"kind": kind, "cell": cell_id,
+                              "what": f"{written(a)} <-> {written(b)}",
+                              "edits": [(*a["src"], written(b)), (*b["src"], written(a))]})
+        seen_direction = set()
+        for k, number in enumerate(numbers):
+            entry = entries.get(k) if len(entries) == len(numbers) else None
+            text = number["block"]["text"]
+            lo, hi = P.region(text, number, number["siblings"])
+            at = (entry or {}).get("at")
+            # direction flips
+            for _word, start, end in P.direction_words(text, lo, hi):
+                span = source_span(number, start, end)
+                if span in seen_direction:
+                    continue
+                seen_direction.add(span)
+                raw = text_of[span[0]:span[1]]
+                opposite = (P.DIRECTIONS.get(raw.lower()) if raw.isascii()
+                            else P.ZH_DIRECTIONS.get(raw, {"快": "慢", "慢": "快"}.get(raw)))
+                if opposite is None:
+                    continue
+                if raw[:1].isupper():
+                    opposite = opposite.capitalize()
+                edits = [(*span, opposite)]
+                if not opposite and raw.isascii():  # "not" removed: and one space
+                    edits = [(span[0], span[1] + 1, "")] if text_of[span[1]:span[1] + 1] == " " \
+                        else edits
+                found.append({"kind": "direction", "cell": cell_id, "edits": edits,
+                              "what": f"{raw} -> {opposite or '(removed)'}"})
+            if not at or "code" in at or at["cell"] not in cells:
+                continue
+            located, _ = P.locate(at, cells)
+            if located is None:
+                continue
+            code_cell = cells[at["cell"]]
+            vocab = P.vocabulary(code_cell, False)
+            # relabel: the nearest label word, by another cell's line label
+            words = [w for w in P.context_words(text, lo, hi) if w[0] in vocab]
+            if words:
+                word, start, end = min(words, key=lambda w: min(abs(w[1] - number["end"]),
+                                                                abs(number["start"] - w[2])))
+                outputs = P.cell_numbers(code_cell)[0]
+                mine = {w for w in located["labels"]}
+                others = sorted({w for o in outputs if o["line"] != located["line"]
+                                 for w in o["labels"]} - mine - {w for w, _, _ in words})
+                others = [w for w in others if re.fullmatch(r"[a-z][a-z_.\-]{2,}", w)]
+                if others:
+                    new = others[(k * 7 + len(word)) % len(others)]
+                    span = source_span(number, start, end)
+                    raw = text_of[span[0]:span[1]]
+                    if not raw.isascii():
+                        chinese = [z for z, e in P.ZH_LABELS.items() if e == new]
+                        new = chinese[0] if chinese else new
+                    found.append({"kind": "relabel", "cell": cell_id, "edits": [(*span, new)],
+                                  "what": f"{raw} -> {new} (by {written(number)})"})
+            numeral = re.match(P.NUM, number["written"])
+            values = P.comparable_values(number, located, False)
+            if not numeral or not values:
+                continue
+            digits = P._decimals(numeral.group(0))
+            start = number["src"][0]
+            # replace: another number of the same unit from the same outputs
+            outputs = P.cell_numbers(code_cell)[0]
+            choices = []
+            for other in outputs:
+                if other is located:
+                    continue
+                for value in P.comparable_values(number, other, False):
+                    new = P._format(value, numeral.group(0))
+                    if abs(P._value(new) - number["value"]) > number["tolerance"] and \
+                            not P.agrees({**number, "value": P._value(new)}, located, False, entry):
+                        choices.append((abs(other["line_no"] - located["line_no"]), new))
+                        break
+            if choices:
+                new = min(choices)[1]
+                found.append({"kind": "replace", "cell": cell_id,
+                              "edits": [(start, start + len(numeral.group(0)), new)],
+                              "what": f"{written(number)} -> {new}"})
+            # true variants
+            if digits >= 2 and not number.get("bound"):
+                new = f"{values[0]:.{digits - 1}f}"
+                found.append({"kind": "reround", "cell": cell_id,
+                              "edits": [(start, start + len(numeral.group(0)), new)],
+                              "what": f"{written(number)} -> {new}"})
+            sentence_start = next((i for i in range(lo, hi) if text[i].isalnum()), None)
+            if sentence_start is not None and k == 0 or (
+                    sentence_start is not None and place(numbers[k - 1])[2] != place(number)[2]):
+                first = P.sentence_of(text, number["start"], number["end"])[0]
+                first = next((i for i in range(first, hi) if text[i].isalnum()), None)
+                if first is not None:
+                    phrase = "Here, " if edition == "en" else "在这里，"
+                    where = source_span(number, first, first)[0]
+                    found.append({"kind": "reword", "cell": cell_id,
+                                  "edits": [(where, where, phrase)],
+                                  "what": f"{phrase!r} before the sentence of {written(number)}"})
+            after = number["src"][1]
+            phrase = ", in this run," if edition == "en" else "（本次运行）"
+            found.append({"kind": "reword", "cell": cell_id, "edits": [(after, after, phrase)],
+                          "what": f"{phrase!r} after {written(number)}"})
+    return found
+
+
+# --- the checkers ---------------------------------------------------------------------
+def new_offenders(notebook, name, edition, english, allowed, bindings):
+    hybrid = P.records(notebook, english) if edition == "zh" else notebook
+    return {(n["cell"], n["written"], n["why"])
+            for n in P.check_notebook(hybrid, name, edition, allowed, bindings)}
+
+
+def old_offenders(old, notebook, name, allowed):
+    mine = allowed.get(name, {})
+    return {(n["cell"], n["written"], n["why"]) for n in old.prose_numbers(notebook)
+            if n["why"] and not old.is_allowed(n, mine)}
+
+
+def measure(paths: list[Path], old) -> tuple[dict, list[dict], dict]:
+    allowed, bindings = P.load_allowed(), P.load_bindings()
+    tally, rows, baseline = {}, [], {}
+    for path in paths:
+        name = path.name
+        english = json.loads((P.NOTEBOOK_DIR / name).read_text(encoding="utf-8"))
+        for edition in ("en", "zh"):
+            file = P.NOTEBOOK_DIR / name if edition == "en" else P.twin_path(name)
+            if not file.exists():
+                continue
+            notebook = json.loads(file.read_text(encoding="utf-8"))
+            new_before = new_offenders(notebook, name, edition, english, allowed, bindings)
+            old_before = old_offenders(old, notebook, name, allowed)
+            baseline[f"{edition}/{name}"] = {"new": len(new_before), "old": len(old_before)}
+            for fault in faults(P.records(notebook, english) if edition == "zh" else notebook,
+                                name, edition, bindings):
+                changed = mutant(notebook, fault["cell"], fault["edits"])
+                ONLY["cell"] = fault["cell"]
+                new = new_offenders(changed, name, edition, english, allowed, bindings) - new_before
+                was = old_offenders(old, changed, name, allowed) - old_before
+                ONLY["cell"] = None
+                row = {"chapter": name, "edition": edition, "kind": fault["kind"],
+                       "cell": fault["cell"], "what": fault["what"],
+                       "new": sorted(new)[0][2][:100] if new else None,
+                       "old": sorted(was)[0][2][:100] if was else None}
+                rows.append(row)
+                counts = tally.setdefault((fault["kind"], edition), [0, 0, 0])
+                counts[0] += 1
+                counts[1] += bool(new)
+                counts[2] += bool(was)
+    return tally, rows, baseline
+
+
+def table(tally: dict) -> str:
+    lines = [f"{'kind':16s} {'edition':8s} {'n':>5s} {'new caught':>12s} {'old caught':>12s}"]
+    for kinds, label in ((FAULTS, "faults"), (TRUE, "true variants (flagged = false alarm)")):
+        total = {"en": [0, 0, 0], "zh": [0, 0, 0]}
+        lines.append(f"-- {label}")
+        for kind in kinds:
+            for edition in ("en", "zh"):
+                n, new, old = tally.get((kind, edition), (0, 0, 0))
+                for i, v in enumerate((n, new, old)):
+                    total[edition][i] += v
+                if n:
+                    lines.append(f"{kind:16s} {edition:8s} {n:5d} {new:5d} {100 * new / n:5.1f}% "
+                                 f"{old:5d} {100 * old / n:5.1f}%")
+        for edition, (n, new, old) in total.items():
+            if n:
+                lines.append(f"{'all':16s} {edition:8s} {n:5d} {new:5d} {100 * new / n:5.1f}% "
+                             f"{old:5d} {100 * old / n:5.1f}%")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    commit, out = "6172b3e", None
+    while argv and argv[0] in ("--old", "--json"):
+        if argv[0] == "--old":
+            commit = argv[1]
+        else:
+            out = Path(argv[1])
+        argv = argv[2:]
+    paths = [Path(a) for a in argv] or sorted(P.NOTEBOOK_DIR.glob("*.ipynb"))
+    old = load_old(commit)
+    for module in (P, old):
+        memoize_cell_numbers(module)
+        only_the_changed_cell(module)
+    tally, rows, baseline = measure(paths, old)
+    print(table(tally))
+    dirty = {k: v for k, v in baseline.items() if v["new"]}
+    print(f"committed prose flagged by the binding check: {sum(v['new'] for v in dirty.values())} "
+          f"number(s) {dirty or ''}")
+    if out:
+        out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
