@@ -32,7 +32,8 @@ Rules 1-5 are the heuristic that proposes the bindings.
    - any number followed by %, a ratio sign (1.75x, 2 ×, "2.17 times", an integer with
      "times" only before faster/slower/more/... or "as"; "3 times" alone is a count), or a
      unit: time (ms, s, seconds, minutes, ...), size (MB, GiB, bytes, ...), speed (GFLOP/s,
-     GB/s, examples/s, ...), count (epochs, steps) or percentage points;
+     GB/s, examples/s, ...), count (epochs, steps, rounds, runs: "in all 7 rounds") or
+     percentage points;
    - spelled-out numbers that carry a comparison or a unit: a fraction followed by "of"
      ("a tenth of", "four fifths of"), "N-fold"/"sixfold", "twice"/"half"/"ten times" before
      a comparative ("twice as fast", "ten times shorter"), "three seconds", "ten steps";
@@ -52,7 +53,7 @@ Rules 1-5 are the heuristic that proposes the bindings.
    unit of its last digit; a spelled fraction n/d within a quarter of its value and
    1/(2d)); a bound ("more than a hundred times", "well under 1 %") by a number past it,
    printed with its unit. Or it is in the code: any literal of the scope's code, or a
-   constant (NAME = 0.01, n_epochs=8) anywhere in the chapter; a hyper-parameter or a
+   constant (NAME = 0.01, n_epochs=8, "rounds": 15) anywhere in the chapter; a hyper-parameter or a
    count such as "200 steps" needs no output.
 3. With its unit: an output number's unit is the one written right after it ("3.34 ms",
    "1.500 epochs", "98%", "1.39x"), else a unit named elsewhere on its line or in its table's
@@ -197,6 +198,7 @@ OTHER_UNITS = {
 COUNT_UNITS = {
     "epochs": "epochs", "epoch": "epochs", "steps": "steps", "percentage points": "points",
     "points": "points", "point": "points", "轮": "epochs", "步": "steps", "个百分点": "points",
+    "rounds": "rounds", "runs": "runs",
 }
 CJK_UNITS = {"秒", "毫秒", "微秒", "分钟", "小时", "轮", "步", "个百分点"}  # no word boundary
 ALL_UNITS = {**{u: u for u in TIME_UNITS}, **OTHER_UNITS, **COUNT_UNITS}
@@ -563,10 +565,13 @@ def cell_numbers(cell: dict) -> tuple[list[dict], list[dict]]:
         for index, number in enumerate(_line_numbers(line)):
             number["line"], number["code_line"] = "code", line.strip()
             number["line_no"], number["index"], number["cell_id"] = line_no, index, cell.get("id")
-            # A constant: NAME = 0.01, or a keyword's value, n_epochs=8; timeout=6 is in s.
-            name = re.search(r"([A-Za-z_]\w*)\s*=\s*$", line[:number["start"]])
+            # A constant: NAME = 0.01, a keyword's value, n_epochs=8, or a dict entry's,
+            # "rounds": 15; timeout=6 is in s.
+            name = re.search(r"([A-Za-z_]\w*)\s*=\s*$|[\"']([A-Za-z_]\w*)[\"']\s*:\s*$",
+                             line[:number["start"]])
             number["constant"] = bool(name)
-            if name and number["unit"] is None and re.search(TIME_NAME, name.group(1), re.I):
+            if name and number["unit"] is None and re.search(
+                    TIME_NAME, name.group(1) or name.group(2), re.I):
                 number["unit"] = "s"
             code.append(number)
     return outputs, code
@@ -581,7 +586,7 @@ def comparable_values(number: dict, other: dict, from_code: bool = False) -> lis
     if kind == "decimal":
         return [value]
     # A number with no unit of its own on a line that names a time, size or speed is one.
-    bare = its_unit is None and named <= {"%", "x", "points", "epochs", "steps"}
+    bare = its_unit is None and named <= {"%", "x", "points", "epochs", "steps", "rounds", "runs"}
     if kind == "pct":
         if its_unit == "%":
             return [value]
@@ -600,7 +605,7 @@ def comparable_values(number: dict, other: dict, from_code: bool = False) -> lis
     if kind == "ratio":  # "ten times" is not any 10 of a shape: an x, or a printed ratio
         whole = number["tolerance"] >= 0.5 and other.get("integer")
         return [value] if its_unit == "x" or (bare and not whole) else []
-    if unit in ("epochs", "steps"):
+    if unit in ("epochs", "steps", "rounds", "runs"):
         return [value] if its_unit == unit or bare else []
     if from_code and its_unit is None:
         return []
@@ -762,7 +767,9 @@ def prose_numbers(notebook: dict) -> list[dict]:
         for number in numbers:
             before = text[max(0, number["start"] - 20):number["start"]].lower()
             for bound, pattern in BOUNDS.items():
-                if re.search(pattern, before):
+                if re.search(pattern, before) and not (  # "over five rounds": during
+                        before.rstrip().endswith("over")
+                        and number["unit"] in ("epochs", "steps", "rounds", "runs")):
                     number["bound"] = bound
             lo, hi = sentence_of(text, number["start"], number["end"])
             number["sentence"] = re.sub(r"\s+", " ", text[lo:hi]).strip()
