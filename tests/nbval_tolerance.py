@@ -41,6 +41,10 @@ the prose draws from its numbers, in the same unit and with the same kind of sco
     margin=3                  unscoped: bounds every number of the cell
     margin=none               the prose draws no conclusion from the cell's numbers
 
+A margin is the smallest slack, over the conclusions drawn from the cell, with one printed
+number moving and the others held: "gain 0.44 > twice the spread 0.38" has a margin of
+0.06 on both lines. A conclusion is also asserted in the cell, on the computed values.
+
 tests/test_nbval_tolerance.py fails when a tolerance-tagged cell has no margin tag, when a
 tag's scope is on no line of the stored output, or when the tolerance that applies to a
 number (abs + rel * |value|, or count) is wider than a margin whose scope is on its line.
