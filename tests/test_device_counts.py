@@ -6,6 +6,11 @@ four, so each chapter is executed here with JAX_NUM_CPU_DEVICES=1 and =4, JAX's 
 variable for the CPU device count, which these chapters' first JAX cells read. Every cell
 must run without an error (asserts included); the outputs are not compared with the
 8-device ones. Chapters 12 and 16 must also report the device count they were given.
+
+Chapter 13's kernel never imports JAX: its two training processes are what use devices.
+The chapter passes JAX_NUM_CPU_DEVICES on to each process as its count of local devices
+(4 when unset), and each process reports what its own JAX sees, so the test checks those
+reports: two processes, each with the count given, 2 x that count in all.
 """
 
 import os
@@ -53,3 +58,9 @@ def test_chapter_runs_on_fewer_devices(name, num_devices, tmp_path, monkeypatch)
         assert f"device count: {num_devices}\n" in printed
     if name.startswith("12_"):
         assert f"the mesh has {num_devices} devices" in printed
+    if name.startswith("13_"):
+        assert f"the two-process run: {num_devices} simulated devices per process" in printed
+        for process_index in range(2):  # the processes' own reports, printed by the chapter
+            assert (f"{{'process_index': {process_index}, 'process_count': 2, "
+                    f"'global_devices': {2 * num_devices}, 'local_devices': {num_devices}, "
+                    in printed), process_index
