@@ -192,7 +192,7 @@ echo "$*" >> "{log}"
 
 
 def override_args(jax_version: str = OLD_JAX) -> list[str]:
-    """requirements.txt as the override passes it to pip: no jax/jaxlib, optax and orbax capped.
+    """requirements.txt as the override passes it to pip: no jax/jaxlib, optax, orbax, flax capped.
 
     Below jax 0.6 orbax-checkpoint is held at 0.11.23: 0.11.24 calls jax.monitoring.record_scalar
     (new in jax 0.6.0) although it declares jax >= 0.5.0.
@@ -206,7 +206,7 @@ def override_args(jax_version: str = OLD_JAX) -> list[str]:
         name = re.split(r"[<>=!~;\[ ]", line, maxsplit=1)[0].lower().replace("_", "-")
         if name in ("jax", "jaxlib"):
             continue
-        if name in ("optax", "orbax-checkpoint"):
+        if name in ("optax", "orbax-checkpoint", "flax"):
             line = line.replace("==", "<=")
         if name == "orbax-checkpoint" and before_0_6:
             line = "orbax-checkpoint<=0.11.23"
@@ -231,6 +231,8 @@ def test_override_args_leave_out_jax_and_cap_its_followers():
     args = override_args()
     assert not any(a.startswith(("jax", '"jax')) for a in args)
     assert '"optax<=' in " ".join(args) and '"orbax-checkpoint<=0.11.23"' in args
+    pinned_flax = re.search(r"^flax==(\S+)", REQUIREMENTS, re.M).group(1)
+    assert f'"flax<={pinned_flax}"' in args  # flax 0.12 needs jax >= 0.11.1: pip goes back
     assert any(a.startswith("torch==") for a in args)  # the other pins stay exact
     pinned_orbax = re.search(r"^orbax-checkpoint==(\S+)", REQUIREMENTS, re.M).group(1)
     assert f'"orbax-checkpoint<={pinned_orbax}"' in override_args("0.6.2")

@@ -13,18 +13,26 @@
 #
 #   JAXBOOK_JAX_VERSION=0.5.3 JAXBOOK_LIBTPU_VERSION=0.0.7.1 bash tools/tpu_vm_install.sh
 #
-# That installs requirements.txt without its jax and jaxlib lines, with the pins of optax and
-# orbax-checkpoint (they follow JAX releases) turned into upper bounds, so that pip can go back
-# to releases made for that jax (orbax-checkpoint 0.12.8 needs jax >= 0.6.0; optax 0.2.8 needs
-# >= 0.5.3, so with 0.5.3 it stays). Below jax 0.6, orbax-checkpoint is held at 0.11.23 or older:
-# 0.11.24 declares jax >= 0.5.0 but calls jax.monitoring.record_scalar, new in jax 0.6.0, so
-# chapter 8's checkpoint cell fails with it. Plus:
+# That installs requirements.txt without its jax and jaxlib lines, with the pins of optax,
+# orbax-checkpoint and flax (they follow JAX releases) turned into upper bounds, so that pip can
+# go back to releases made for that jax (orbax-checkpoint 0.12.8 needs jax >= 0.6.0 and flax
+# 0.12.12 jax >= 0.11.1, so with 0.5.3 pip picks flax 0.10.6; optax 0.2.8 needs >= 0.5.3, so
+# with 0.5.3 it stays; grain does not depend on jax and keeps its pin). flax is capped, not left
+# out: chapters 14 to 17's setup cells pip-install a missing flax, which would bring the newest
+# jax with it and undo the override. Below jax 0.6,
+# orbax-checkpoint is held at 0.11.23 or older: 0.11.24 declares jax >= 0.5.0 but calls
+# jax.monitoring.record_scalar, new in jax 0.6.0, so chapter 8's checkpoint cell fails with it.
+# tests/test_tpu_vm_resolve.py runs pip's resolver on this line and on the pinned one. Plus:
 #   - without JAXBOOK_LIBTPU_VERSION: jax[tpu]==X, whose extra picks the libtpu (0.0.11.* for 0.5.3);
 #   - with it: jax==X jaxlib==X libtpu==Y requests, named one by one, because the tpu extra pins
 #     its own libtpu (jax[tpu]==0.5.3 and libtpu==0.0.7.1 cannot be installed together).
 # It writes .venv/jaxbook-jax-override ("jax==X", and "libtpu==Y" when given), which tells the
 # chapters' setup cell to leave JAX as it is. A run without JAXBOOK_JAX_VERSION goes back to the
-# pins and removes that file. Some chapters need a newer JAX: chapter 11 lists them.
+# pins and removes that file. Some chapters need a newer JAX: chapter 11 lists them. With 0.5.3,
+# chapters 14 to 17 (Part IV, the ones that import flax) do not run: executed cell by cell on a
+# CPU with jax 0.5.3 and flax 0.10.6, each stopped at its first newer API: 14 at an assignment
+# into an nnx.Variable (layer.kernel[...] = ...), 15 at nnx.data, 16 at jax.sharding.reshard,
+# and 17's training script at optimizer.update(model, grads) (flax 0.10.6 takes only grads).
 #
 # Environment variables:
 #   PYTHON=/path/to/python         use this interpreter (it must be >= 3.12)
@@ -45,7 +53,7 @@ JAX_VERSION=${JAXBOOK_JAX_VERSION:-}       # empty: the pin in requirements.txt
 LIBTPU_VERSION=${JAXBOOK_LIBTPU_VERSION:-} # empty: whatever jax[tpu] brings
 MARKER=.venv/jaxbook-jax-override          # the setup cell leaves JAX alone when this exists
 # Packages whose releases follow JAX's: with JAXBOOK_JAX_VERSION their pins become upper bounds.
-JAX_FOLLOWERS=(optax orbax-checkpoint)
+JAX_FOLLOWERS=(optax orbax-checkpoint flax)
 # The newest orbax-checkpoint that runs with jax < 0.6 (see the header): pip cannot tell.
 ORBAX_BEFORE_JAX_0_6=0.11.23
 
