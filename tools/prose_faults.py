@@ -113,8 +113,15 @@ def mutant(notebook: dict, cell_id: str, edits: list[tuple[int, int, str]]) -> d
 
 
 def same_value(a: dict, b: dict) -> bool:
-    return a["unit"] == b["unit"] and abs(a["value"] - b["value"]) <= max(
-        a["tolerance"], b["tolerance"])
+    """Whether two prose numbers say the same (then swapping them is no fault): the same
+    value and unit, or a fraction and its percentage (0.8 and 80%)."""
+    tolerance = max(a["tolerance"], b["tolerance"])
+    if a["unit"] == b["unit"]:
+        return abs(a["value"] - b["value"]) <= tolerance
+    for x, y in ((a, b), (b, a)):
+        if x["unit"] == "%" and y["unit"] is None:
+            return abs(x["value"] - 100 * y["value"]) <= max(x["tolerance"], 100 * y["tolerance"])
+    return False
 
 
 # --- the faults --------------------------------------------------------------------------

@@ -99,7 +99,8 @@ Rules 1-5 are the heuristic that proposes the bindings.
    number before it to the one after it) that the bound cell prints, and "direction", the
    direction words of that stretch (faster/slower, above/below, more/fewer, beats/trails,
    not, ...; 更快/更慢, 高于/低于, 领先/落后, 不, ...). The check pairs a cell's numbers
-   with its entries by order (if their counts differ, by their units), finds the bound
+   with its entries by order (if their counts differ, which fails by itself, by their
+   units, to say which numbers are new), finds the bound
    number (the recorded line, else the same masked line nearest to it), and fails when
    - the prose no longer reads it, rounded as written (in the prose's unit, or as printed;
      a bound "more than X" is met by a number at or past X): two figures swapped, one
@@ -1164,7 +1165,12 @@ def check_notebook(notebook: dict, name: str, edition: str = "en", allowed: dict
     cells = {cell.get("id"): cell for cell in notebook["cells"]}
     offenders = []
     for cell_id, numbers in _by_cell(prose_numbers(notebook)).items():
-        for number, entry in _pairs(numbers, bound.get(cell_id, [])):
+        entries = bound.get(cell_id, [])
+        if entries and len(entries) != len(numbers):  # a number added, removed or unread
+            offenders.append({**numbers[0], "why": (
+                f"the cell has {len(numbers)} measured number(s), its bindings {len(entries)} "
+                f"({', '.join(e['n'] for e in entries)}): if the prose is right, rebind it")})
+        for number, entry in _pairs(numbers, entries):
             why = stale(number, entry, cells, allowed)
             if why and not (entry is None and is_allowed(number, allowed)):
                 offenders.append({**number, "why": why})
