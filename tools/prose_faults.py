@@ -23,8 +23,8 @@ Faults (every one makes a sentence false, or is skipped):
   cell, written with the same decimals, where that changes it.
 True variants (must pass): "reround", a bound number with two or more decimals rounded to
 one decimal fewer from its bound value; "reword", a phrase without numbers, labels or
-direction words put at the start of the sentence ("Here, ", 在这里，) or after the number
-(", in this run," / "（本次运行）").
+direction words put at the start of the sentence ("Here, ", 在这里，) or at its end
+(", in this run" / "（本次运行）").
 
 Prints the catch rate of each checker per kind and edition, the false alarms (true variants
 flagged, and the committed prose's own offenders), and optionally writes every fault with
@@ -237,8 +237,8 @@ def faults(notebook: dict, name: str, edition: str, bindings: dict) -> list[dict
                               "edits": [(start, start + len(numeral.group(0)), new)],
                               "what": f"{written(number)} -> {new}"})
             # true variants
-            if digits >= 2 and not number.get("bound"):
-                new = f"{values[0]:.{digits - 1}f}"
+            new = f"{values[0]:.{max(digits - 1, 0)}f}"
+            if digits >= 2 and not number.get("bound") and P._value(new) != 0:
                 found.append({"kind": "reround", "cell": cell_id,
                               "edits": [(start, start + len(numeral.group(0)), new)],
                               "what": f"{written(number)} -> {new}"})
@@ -253,10 +253,11 @@ def faults(notebook: dict, name: str, edition: str, bindings: dict) -> list[dict
                     found.append({"kind": "reword", "cell": cell_id,
                                   "edits": [(where, where, phrase)],
                                   "what": f"{phrase!r} before the sentence of {written(number)}"})
-            after = number["src"][1]
-            phrase = ", in this run," if edition == "en" else "（本次运行）"
+            _, end = P.sentence_of(text, number["start"], number["end"])
+            after = source_span(number, end, end)[0]
+            phrase = ", in this run" if edition == "en" else "（本次运行）"
             found.append({"kind": "reword", "cell": cell_id, "edits": [(after, after, phrase)],
-                          "what": f"{phrase!r} after {written(number)}"})
+                          "what": f"{phrase!r} at the end of the sentence of {written(number)}"})
     return found
 
 
