@@ -128,7 +128,6 @@ NOT_YET_MIGRATED = {
     "10_fast_tuned_recipe.ipynb",
     "14_jax_ai_stack.ipynb",
     "15_small_gpt.ipynb",
-    "16_sharding_transformer.ipynb",
     "17_preemption.ipynb",
 }
 
