@@ -75,8 +75,43 @@ def test_reference_run_is_stored_with_its_machine_and_consistent_verdicts():
     assert "# exit code 0" in text  # a measurement: no --check in the reference run
 
 
+def readme_target_rows():
+    """The README's targets table: [(target text, reference-run text)], in order."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    start = lines.index("| target | reference run |")
+    rows = []
+    for line in lines[start + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append(tuple(cell.strip() for cell in line.strip("|").split("|")))
+    return rows
+
+
 def test_readme_states_the_targets_and_the_reference_run():
+    """The README's table says, row by row, what TARGETS and the stored reference run say:
+    the comparison, the threshold, the measured value (mean and range of the seeds) and the
+    verdict. A changed threshold, a re-run reference or a verdict typed the wrong way round
+    fails here."""
     readme = (ROOT / "README.md").read_text()
     assert "benchmarks/reference_run.txt" in readme
-    for needle in ("98.0%", "0.85", "0.65", "0.10"):
-        assert needle in readme, needle
+    summary = json.loads(next(line for line in REFERENCE.read_text().splitlines()
+                              if line.startswith('{"seeds"')))
+    rows = readme_target_rows()
+    assert len(rows) == len(TARGETS) == len(summary["targets"])
+    for (target_text, run_text), (field, _, comparison, threshold), stored in zip(
+            rows, TARGETS, summary["targets"], strict=True):
+        percent = field.endswith("accuracy")
+        word = {">=": "at least", "<=": "at most"}[comparison]
+        written = f"{100 * threshold:.1f}%" if percent else f"{threshold:.2f}"
+        assert f"{word} {written}" in target_text, (target_text, word, written)
+        verdict = "PASS" if stored["passed"] else "**FAIL**"
+        assert run_text.endswith(f": {verdict}"), (run_text, verdict)
+        measured = stored["measured"]
+        values = [measured["mean"], measured["min"], measured["max"]] \
+            if isinstance(measured, dict) else [measured]
+        shown = [float(number) for number in re.findall(r"\d+\.\d+", run_text)][:len(values)]
+        scale = 100 if percent else 1
+        assert len(shown) == len(values), run_text
+        for value, number in zip(values, shown, strict=True):
+            digits = len(str(number).split(".")[1])
+            assert abs(scale * value - number) <= 0.5 * 10 ** -digits + 1e-9, (run_text, value)
