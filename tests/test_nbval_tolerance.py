@@ -125,7 +125,6 @@ def test_margins_bound_the_tolerances_of_their_scope():
 # it leaves this list (the test is a strict xfail, so a migrated chapter left here fails).
 NOT_YET_MIGRATED = {
     "08_optax_training.ipynb",
-    "15_small_gpt.ipynb",
     "17_preemption.ipynb",
 }
 
