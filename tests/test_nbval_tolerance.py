@@ -124,7 +124,6 @@ def test_margins_bound_the_tolerances_of_their_scope():
 # migrated by scoping its tolerances, adding margin tags and asserting its conclusions; then
 # it leaves this list (the test is a strict xfail, so a migrated chapter left here fails).
 NOT_YET_MIGRATED = {
-    "08_optax_training.ipynb",
     "17_preemption.ipynb",
 }
 
