@@ -57,8 +57,8 @@ shifts the padding around it). A number outside its tolerance fails the cell wit
 of the offending numbers, followed by nbval's usual diff. Cells without tol tags are
 compared by nbval unchanged. Figures are never compared (nbval skips image/png).
 
-The tolerances are measured, not guessed: see "How the tolerances were found" in the
-README and tools/isa_spread.py.
+The tolerances are measured, not guessed: see "How the tolerances were found" in
+CONTRIBUTING.md and tools/isa_spread.py.
 """
 
 import copy

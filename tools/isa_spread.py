@@ -17,7 +17,7 @@ machine, which shows on one machine what other readers' CPUs would print.
         NBVAL_IGNORE_OUTPUT are skipped.
 
 This is how the tol-* tags in the chapters were set: the largest change seen across the
-instruction sets, with headroom (README, "How the tolerances were found"), and never wider
+instruction sets, with headroom (CONTRIBUTING.md, "How the tolerances were found"), and never wider
 than the cell's margin= tag; where the change seen exceeds a margin, the prose must not
 draw that conclusion. AVX2 and native gave identical outputs so far, and so did SSE4_2 and
 AVX, so `--isa SSE4_2 AVX` is the useful pair on an AVX-512 machine.
