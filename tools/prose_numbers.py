@@ -242,9 +242,12 @@ TOKEN = re.compile(
 RANGE_JOIN = re.compile(rf"^{SPACE}*(?:–|—|-|to|and|or|到|至){SPACE}*$")
 VERSION_BEFORE = re.compile(
     r"(?:python|jax|jaxlib|optax|flax|torch|torchvision|cuda|cudnn|libtpu|numpy|version|"
-    r"versions|release|v|ubuntu|debian|nbformat|pip|chapters?|sections?|parts?|§|figures?|"
+    r"versions|release|ubuntu|debian|nbformat|pip|chapters?|sections?|parts?|§|figures?|"
     r"fig\.|tables?|eq\.|equations?|exercises?|>=|<=|==|~=|>|<|≥|≤|第)"
-    r"[ \t\u00a0]*(?:\d+(?:\.\d+)*[ \t]*(?:,|and|or|to|–|-)[ \t]*)*$",
+    r"[ \t\u00a0]*(?:\d+(?:\.\d+)*[ \t]*(?:,|and|or|to|–|-)[ \t]*)*$"
+    # "v 0.4" is a version, but "v4, 197 TFLOP/s" (a TPU generation, then a figure) is not a
+    # list of versions: after a bare v only the number itself.
+    r"|\bv[ \t\u00a0]*$",
     re.I,
 )
 VERSION_AFTER = re.compile(
