@@ -236,13 +236,18 @@ def test_swaps_relabellings_and_flips_of_a_bound_sentence_are_stale(fault, culpr
     assert flagged(with_sentence(chapter_8(), fault), bindings).get(culprit), fault
 
 
+def with_timing_output_edited(notebook, old, new):
+    """A copy of the notebook with `old` replaced by `new` in the timing cell's output."""
+    edited = copy.deepcopy(notebook)
+    cell = next(c for c in edited["cells"] if c.get("id") == "cd65fc9e")
+    cell["outputs"][0]["text"] = [line.replace(old, new) for line in cell["outputs"][0]["text"]]
+    return edited
+
+
 def test_a_binding_that_points_nowhere_and_an_unbound_number_fail():
     original = with_sentence(chapter_8(), SENTENCE)
     bindings = bound(original)
-    gone = copy.deepcopy(original)
-    cell = next(c for c in gone["cells"] if c.get("id") == "cd65fc9e")
-    cell["outputs"][0]["text"] = [line.replace("jax.jit + lax.scan", "scan")
-                                  for line in cell["outputs"][0]["text"]]
+    gone = with_timing_output_edited(original, "jax.jit + lax.scan", "scan")
     assert "points nowhere" in flagged(gone, bindings)["2.51 ms"]
     added = with_sentence(chapter_8(), SENTENCE + " PyTorch eager took 3.25 ms.")
     assert "no binding" in flagged(added, bindings)["3.25 ms"]
@@ -251,10 +256,7 @@ def test_a_binding_that_points_nowhere_and_an_unbound_number_fail():
 def test_rewrite_updates_the_prose_from_the_bound_outputs():
     original = with_sentence(chapter_8(), SENTENCE)
     bindings = bound(original)
-    rerun = copy.deepcopy(original)
-    cell = next(c for c in rerun["cells"] if c.get("id") == "cd65fc9e")
-    cell["outputs"][0]["text"] = [line.replace("2.97", "3.04")
-                                  for line in cell["outputs"][0]["text"]]
+    rerun = with_timing_output_edited(original, "2.97", "3.04")
     assert flagged(rerun, bindings)["2.97 ms"].startswith("stale")
     notes = prose_numbers.rewrite_notebook(rerun, NAME, "en", bindings)
     assert notes == ["en cell d57e0661: 2.97 -> 3.04", "en cell inserted: 2.97 -> 3.04"]
