@@ -13,12 +13,13 @@ Playwright with the system browser (no browser download). A page fails on:
   target page;
 - math that MathJax did not render.
 
-Chapter pages (notebooks/*.html) must also have a Colab link derived from the one
-repository setting in _config.yml, a download link for their .ipynb, previous/next
+Chapter pages (notebooks/*.html) must also have a Colab link and an "open in Kaggle" link
+(Kaggle's free TPU v5e-8, chapter 11), both derived from the one repository setting in
+_config.yml, a download link for their .ipynb, previous/next
 navigation, copy buttons on code, and exercise solutions hidden behind a toggle.
 Screenshots of the landing page and of one chapter go to _build/screenshots/.
 
-The Chinese edition (_build/html/zh) gets the same checks, its Colab links open
+The Chinese edition (_build/html/zh) gets the same checks, its Colab and Kaggle links open
 zh/notebooks/..., every page of both editions links to its twin in the other language,
 and a CJK font must be installed (tools/ensure_chromium.sh installs Noto CJK) so that the
 screenshot of a Chinese chapter shows characters, not empty boxes.
@@ -34,6 +35,7 @@ import threading
 import urllib.error
 import urllib.parse
 import urllib.request
+from html import escape as html_escape
 from pathlib import Path
 
 import pytest
@@ -79,6 +81,13 @@ def colab_url(notebook_stem: str, edition: str = "") -> str:
     owner, repo, branch = repository_setting()
     return (f"https://colab.research.google.com/github/{owner}/{repo}/blob/{branch}"
             f"/{edition}notebooks/{notebook_stem}.ipynb")
+
+
+def kaggle_url(notebook_stem: str, edition: str = "") -> str:
+    """The "open in Kaggle" link of a chapter: Kaggle imports the notebook from GitHub."""
+    owner, repo, branch = repository_setting()
+    return ("https://www.kaggle.com/kernels/welcome?src="
+            f"https://github.com/{owner}/{repo}/blob/{branch}/{edition}notebooks/{notebook_stem}.ipynb")
 
 
 ZH_TOC = ROOT / "zh" / "_toc.yml"
@@ -306,6 +315,9 @@ def test_chapter_page_has_reader_features(visit, path):
     expected_colab = colab_url(stem, "zh/" if path.startswith("zh/") else "")
     if expected_colab not in hrefs:
         problems.append(f"no Colab link {expected_colab}")
+    expected_kaggle = kaggle_url(stem, "zh/" if path.startswith("zh/") else "")
+    if expected_kaggle not in hrefs:
+        problems.append(f"no Kaggle link {expected_kaggle}")
     if not any(href.endswith(f"_sources/notebooks/{stem}.ipynb") for href in hrefs):
         problems.append("no download link for the .ipynb")
     if not page.locator(".prev-next-area a").count():
@@ -338,19 +350,20 @@ def test_root_redirects_to_the_landing_page(browser, site_url, edition):
         context.close()
 
 
-def test_every_built_chapter_has_a_colab_link(built_site):
-    """Every notebooks/*.html, in the TOC or not, links to its notebook in Colab."""
+@pytest.mark.parametrize("service, url", [("Colab", colab_url), ("Kaggle", kaggle_url)])
+def test_every_built_chapter_has_colab_and_kaggle_links(built_site, service, url):
+    """Every notebooks/*.html, in the TOC or not, links to its notebook in Colab and Kaggle."""
     _, _, html = built_site
     chapters = sorted((html / "notebooks").glob("*.html"))
     assert chapters, "no chapter pages were built"
     missing = [page.name for page in chapters
-               if colab_url(page.stem) not in page.read_text(encoding="utf-8")]
-    assert not missing, f"chapter pages without a Colab link: {missing}"
+               if html_escape(url(page.stem)) not in page.read_text(encoding="utf-8")]
+    assert not missing, f"chapter pages without a {service} link: {missing}"
     zh_chapters = sorted((html / "zh" / "notebooks").glob("*.html"))
     assert [page.name for page in zh_chapters] == [page.name for page in chapters]
     missing = [page.name for page in zh_chapters
-               if colab_url(page.stem, "zh/") not in page.read_text(encoding="utf-8")]
-    assert not missing, f"Chinese chapter pages without a Colab link to zh/: {missing}"
+               if html_escape(url(page.stem, "zh/")) not in page.read_text(encoding="utf-8")]
+    assert not missing, f"Chinese chapter pages without a {service} link to zh/: {missing}"
 
 
 def test_search_finds_pages(visit):

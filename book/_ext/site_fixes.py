@@ -98,9 +98,39 @@ def _add_language_switch(app, pagename, templatename, context, doctree):
     context["body"] = LANGUAGE_SWITCH.format(href=href, code=code, label=label) + context["body"]
 
 
+KAGGLE_WELCOME = "https://www.kaggle.com/kernels/welcome?src="
+COLAB_GITHUB = re.compile(r"https://colab\.research\.google\.com/github/(.+)")
+
+
+def _add_kaggle_button(app, pagename, templatename, context, doctree):
+    """An "open in Kaggle" entry beside the theme's Colab button, for the same notebook.
+
+    The theme builds the Colab link from the one repository setting in _config.yml; the Kaggle
+    link is derived from it (Kaggle imports a notebook from its GitHub URL), so the two never
+    point at different files. Kaggle offers a free TPU v5e-8 (chapter 11).
+    """
+    for group in context.get("header_buttons", []):
+        if group.get("label") != "launch-buttons":
+            continue
+        for button in list(group.get("buttons", [])):
+            match = COLAB_GITHUB.fullmatch(str(button.get("url", "")))
+            if button.get("text") != "Colab" or not match:
+                continue
+            group["buttons"].append({
+                "type": "link",
+                "text": "Kaggle",
+                "tooltip": str(button.get("tooltip", "Colab")).replace("Colab", "Kaggle"),
+                "icon": "fab fa-kaggle",
+                "url": KAGGLE_WELCOME + "https://github.com/" + match.group(1),
+            })
+            return
+
+
 def setup(app):
     app.add_config_value("jaxbook_language", "en", "html")
     app.connect("html-page-context", _add_language_switch)
+    # After the theme's launch buttons (priority 501), before they are rendered.
+    app.connect("html-page-context", _add_kaggle_button, priority=502)
     # Run after the other extensions have added their per-page scripts.
     app.connect("html-page-context", _drop_duplicate_scripts, priority=900)
     app.connect("doctree-resolved", _alt_text_for_figures)
