@@ -6,12 +6,14 @@ an old JAX on a CPU, GPU or TPU machine, no JAX at all) is checked without insta
 anything.
 """
 
+import glob
 import importlib.metadata
 import importlib.util
 import os
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -21,7 +23,8 @@ SETUP_CELLS = {path.name: source(code_cells(load(path))[0]) for path in all_note
 
 
 def run_setup(
-    code, monkeypatch, capsys, *, jax=None, missing=(), tpu=False, gpu=False, override=False
+    code, monkeypatch, capsys, *, jax=None, missing=(), tpu=False, gpu=False, override=False,
+    vfio=False, python=(3, 12, 8),
 ):
     """Execute a setup cell in a faked environment: (pip arguments or None, printed text)."""
     calls = []
@@ -47,6 +50,10 @@ def run_setup(
     monkeypatch.setattr(
         os.path, "exists", lambda path: override and path.endswith("jaxbook-jax-override")
     )
+    # TPU v5e and v6e VMs show their chips as /dev/vfio/<n>, not /dev/accel<n>.
+    vfio_groups = ["/dev/vfio/0"] if vfio else []
+    monkeypatch.setattr(glob, "glob", lambda pattern: vfio_groups if "vfio" in pattern else [])
+    monkeypatch.setattr(sys, "version_info", python)
     monkeypatch.setattr(subprocess, "run", lambda args, **kwargs: calls.append(args))
     exec(compile(code, "<setup cell>", "exec"), {})
     assert len(calls) <= 1, "the setup cell should call pip at most once"
@@ -78,6 +85,33 @@ def test_old_jax_is_upgraded_for_the_hardware_then_a_restart_is_asked(
     )
     assert pip == ["--quiet", "--upgrade", wheel]
     assert "Restart the runtime" in printed and printed.count("\n") <= 2
+
+
+def test_a_tpu_seen_only_through_vfio_gets_the_tpu_wheel(monkeypatch, capsys):
+    # A v5e or v6e TPU VM before libtpu is installed: no /dev/accel0, but /dev/vfio/0.
+    pip, _ = run_setup(SETUP_CELLS["00_setup.ipynb"], monkeypatch, capsys, jax="0.4.30", vfio=True)
+    assert pip == ["--quiet", "--upgrade", "jax[tpu]"]
+
+
+@pytest.mark.parametrize("jax_version", [None, "0.6.2"])
+def test_python_too_old_for_the_books_jax_is_refused_without_installing(
+    jax_version, monkeypatch, capsys
+):
+    # The TPU image's python3 is 3.10: pip would install JAX 0.6.2, still too old, and the
+    # cell would ask for a restart after every restart. It stops with a way out instead.
+    with pytest.raises(RuntimeError) as refused:
+        run_setup(SETUP_CELLS["00_setup.ipynb"], monkeypatch, capsys, jax=jax_version, tpu=True,
+                  python=(3, 10, 12))
+    message = str(refused.value)
+    assert "Python 3.10" in message and "3.11 or newer" in message
+    assert "tools/tpu_vm_install.sh" in message
+
+
+def test_the_oldest_supported_python_passes(monkeypatch, capsys):
+    pip, printed = run_setup(
+        SETUP_CELLS["00_setup.ipynb"], monkeypatch, capsys, jax="0.7.2", python=(3, 11, 0)
+    )
+    assert pip is None and printed == ""
 
 
 def test_missing_jax_is_installed_without_a_restart(monkeypatch, capsys):
