@@ -19,6 +19,7 @@ from conftest import NOTEBOOK_DIR, ROOT, load, toc_files
 
 sys.path.insert(0, str(ROOT / "tools"))
 import zh_sync  # noqa: E402
+from test_zh_terms import comments  # noqa: E402  (the same comment reader as the terms test)
 
 ZH = ROOT / "zh"
 CJK = zh_sync.CJK
@@ -108,3 +109,64 @@ def test_translated_comments_do_not_count_as_drift():
     assert zh_sync.same_code(english, chinese)
     assert not zh_sync.same_code(english, chinese.replace("x + 1", "x + 2"))
     assert not zh_sync.same_code("# NBVAL_IGNORE_OUTPUT\nx = 1\n", "x = 1\n")
+
+
+# --- code comments are Chinese too (#33) -------------------------------------------------
+# A comment that holds words must hold Chinese. Allowed without: the markers tools read
+# (NBVAL_*, noqa, type: ignore, fmt:, `# %%` cell separators), a lone identifier, number,
+# path or URL (`# logits`, `# https://...`), and a shebang.
+ALLOWED_COMMENT = re.compile(
+    r"#\s*(?:NBVAL_\w+|noqa\b|type:\s*ignore|fmt:|%%|!)"  # markers and shebangs
+    r"|#\s*[\w.:/\-+*=<>()\[\],]+\s*$"  # one token: an identifier, a number, a path, a URL
+)
+WORDS = re.compile(r"[A-Za-z]{2,}")
+
+
+def english_comments(code: str) -> list[str]:
+    """The comments of a code cell that hold words and no Chinese, outside the allow-list."""
+    return [line for line in comments(code).splitlines()
+            if WORDS.search(line) and not CJK.search(line) and not ALLOWED_COMMENT.match(line)]
+
+
+@pytest.mark.parametrize("path", sorted((ZH / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_code_comments_are_translated(path):
+    """One test per chapter, so the report names each chapter that still has English comments."""
+    found = [f"[{index}] id={cell.get('id')}: {line}"
+             for index, cell in enumerate(load(path)["cells"]) if cell["cell_type"] == "code"
+             for line in english_comments(zh_sync.source_text(cell))]
+    assert not found, (f"{path.relative_to(ROOT)}: English code comments (translate them; "
+                       "zh_sync keeps a translated comment):\n" + "\n".join(found))
+
+
+@pytest.mark.parametrize("code, flagged", [
+    ("x = 1  # the first step compiles", True),
+    ("# Twice the peak: the usual rule\nx = 1", True),
+    ("x = 1  # 第一次调用会编译", False),
+    ("x = 1  # logits", False),
+    ("# NBVAL_IGNORE_OUTPUT\nx = 1", False),
+    ("import os  # noqa: F401 (used below)", False),
+    ("# https://example.com/data.txt\nx = 1", False),
+    ("# %%\nx = 1", False),
+    ("x = 1  # 6 * L * d", False),
+    ("x = 1  # in [0, 1]", True),
+])
+def test_the_comment_rule_flags_english_and_spares_markers(code, flagged):
+    assert bool(english_comments(code)) == flagged
+
+
+def test_a_chinese_number_that_no_output_holds_fails_the_prose_check():
+    """#33: 10 [25] once added "低 1.8 个百分点", in neither the English twin nor any output."""
+    import prose_numbers  # tools/, on the path above
+
+    name = "10_fast_tuned_recipe.ipynb"
+    english = load(NOTEBOOK_DIR / name)
+    chinese = prose_numbers.records(load(ZH / "notebooks" / name), english)
+    bindings = prose_numbers.load_bindings()
+    assert not prose_numbers.check_notebook(chinese, name, "zh", None, bindings)
+    cells = chinese["cells"]
+    at = next(i for i, cell in enumerate(cells) if cell["cell_type"] == "markdown" and i > 20)
+    cells.insert(at + 1, {"cell_type": "markdown", "id": "inserted", "metadata": {},
+                          "source": "验证准确率比测试准确率低 1.8 个百分点。"})
+    flagged = [(n["cell"], n["written"])
+               for n in prose_numbers.check_notebook(chinese, name, "zh", None, bindings)]
+    assert flagged == [("inserted", "1.8 个百分点")], flagged
