@@ -84,8 +84,13 @@ def run_script(sandbox: Path, **env: str) -> subprocess.CompletedProcess:
     )
 
 
-def pip_line() -> str:
-    return f'.venv/bin/python -m pip install -r requirements.txt "jax[tpu]=={JAX_PIN}"'
+TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"  # the script's default for torch
+INDEX_ARGS = f"--extra-index-url {TORCH_CPU_INDEX}"
+
+
+def pip_line(index_args: str = INDEX_ARGS) -> str:
+    line = f'.venv/bin/python -m pip install -r requirements.txt "jax[tpu]=={JAX_PIN}"'
+    return f"{line} {index_args}" if index_args else line
 
 
 def test_only_python_310_offline_stops_with_a_clear_message(sandbox):
@@ -215,7 +220,9 @@ def override_args(jax_version: str = OLD_JAX) -> list[str]:
 
 
 def override_pip_line(*jax_args: str, jax_version: str = OLD_JAX) -> str:
-    return " ".join([".venv/bin/python -m pip install", *override_args(jax_version), *jax_args])
+    return " ".join(
+        [".venv/bin/python -m pip install", *override_args(jax_version), *jax_args, INDEX_ARGS]
+    )
 
 
 @pytest.fixture
@@ -286,15 +293,17 @@ def test_override_for_real_writes_the_marker_and_a_plain_run_removes_it(sandbox)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "[dry run]" not in result.stdout
     assert (repo / MARKER).read_text() == f"jax=={OLD_JAX}\nlibtpu=={OLD_LIBTPU}\n"
-    assert log.read_text().splitlines()[-1].endswith(
-        f"jax=={OLD_JAX} jaxlib=={OLD_JAX} libtpu=={OLD_LIBTPU} requests"
+    assert (
+        log.read_text()
+        .splitlines()[-1]
+        .endswith(f"jax=={OLD_JAX} jaxlib=={OLD_JAX} libtpu=={OLD_LIBTPU} requests {INDEX_ARGS}")
     )
 
     result = run_script(sandbox, JAXBOOK_DRY_RUN="")  # back to the pin
     assert result.returncode == 0, result.stdout + result.stderr
     assert f"removing {MARKER}" in result.stdout
     assert not (repo / MARKER).exists()
-    pinned = f"-m pip install -r requirements.txt jax[tpu]=={JAX_PIN}"
+    pinned = f"-m pip install -r requirements.txt jax[tpu]=={JAX_PIN} {INDEX_ARGS}"
     assert log.read_text().splitlines()[-1] == pinned
 
 
@@ -344,3 +353,35 @@ def test_without_override_an_old_marker_is_removed_before_the_install(sandbox, v
     out = result.stdout
     assert out.index(f"[dry run] rm -f {MARKER}") < out.index(f"[dry run] {pip_line()}")
     assert (venv / "jaxbook-jax-override").exists()  # a dry run removes nothing
+
+
+# --- torch's CPU build, and running the script twice
+
+
+def test_torch_comes_from_the_cpu_index_unless_told_otherwise(sandbox, venv):
+    result = run_script(sandbox)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"(torch from {TORCH_CPU_INDEX})" in result.stdout
+    assert f"[dry run] {pip_line()}\n" in result.stdout
+    result = run_script(sandbox, JAXBOOK_TORCH_INDEX="")  # empty: PyPI's torch, the CUDA build
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"[dry run] {pip_line(index_args='')}\n" in result.stdout
+    assert "extra-index-url" not in result.stdout and "torch from" not in result.stdout
+
+
+def test_running_the_script_twice_reuses_the_venv_and_repeats_the_same_install(sandbox):
+    """The reader's `git clone ... && bash tools/tpu_vm_install.sh`, run a second time."""
+    repo = sandbox / "repo"
+    log = sandbox / "pip-calls.log"
+    (repo / ".venv" / "bin").mkdir(parents=True)
+    write_exe(repo / ".venv" / "bin" / "python", FAKE_VENV_PY.format(log=log))
+    runs = [run_script(sandbox, JAXBOOK_DRY_RUN="") for _ in range(2)]
+    for result in runs:
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert "reusing it" in result.stdout and "-m venv" not in result.stdout
+        assert "rm -rf" not in result.stdout and "removing" not in result.stdout
+    calls = log.read_text().splitlines()
+    assert len(calls) == 2 and calls[0] == calls[1], calls  # one identical pip call per run
+    assert calls[0] == f"-m pip install -r requirements.txt jax[tpu]=={JAX_PIN} {INDEX_ARGS}"
+    assert runs[0].stdout == runs[1].stdout
+    assert not (repo / MARKER).exists()

@@ -34,6 +34,16 @@
 # into an nnx.Variable (layer.kernel[...] = ...), 15 at nnx.data, 16 at jax.sharding.reshard,
 # and 17's training script at optimizer.update(model, grads) (flax 0.10.6 takes only grads).
 #
+# torch and torchvision (the chapters read MNIST with torchvision) come from PyTorch's CPU index
+# by default: PyPI's torch for Linux x86_64 is the CUDA build, which pulls NVIDIA's CUDA libraries
+# and triton (5.3 of the 6.7 GB of the book's pinned .venv on its x86_64 machine), useless on a TPU
+# VM. The index is passed as --extra-index-url: pip then prefers torch==X+cpu (a local version
+# label sorts above the plain X, and the requirement torch==X matches both) and takes every
+# other package from PyPI as before. JAXBOOK_TORCH_INDEX= (empty) goes back to PyPI's build.
+#
+# Running the script twice is safe: a .venv with a good Python is reused, and pip leaves what is
+# already installed at the right version alone.
+#
 # Environment variables:
 #   PYTHON=/path/to/python         use this interpreter (it must be >= 3.12)
 #   JAXBOOK_NO_DOWNLOAD=1          never download uv (an offline VM)
@@ -41,6 +51,8 @@
 #                                  running them
 #   JAXBOOK_JAX_VERSION=X.Y.Z      install this jax instead of the pinned one (see above)
 #   JAXBOOK_LIBTPU_VERSION=X.Y.Z   with JAXBOOK_JAX_VERSION: this libtpu instead of the extra's
+#   JAXBOOK_TORCH_INDEX=URL        where torch's CPU build comes from (default: PyTorch's CPU
+#                                  index); empty: PyPI's torch, the CUDA build (about 5 GB more)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -51,6 +63,9 @@ DRY_RUN=${JAXBOOK_DRY_RUN:-}
 REJECTED=()    # "name (version)" of every interpreter looked at and turned down
 JAX_VERSION=${JAXBOOK_JAX_VERSION:-}       # empty: the pin in requirements.txt
 LIBTPU_VERSION=${JAXBOOK_LIBTPU_VERSION:-} # empty: whatever jax[tpu] brings
+TORCH_INDEX=${JAXBOOK_TORCH_INDEX-https://download.pytorch.org/whl/cpu} # empty: PyPI's torch
+INDEX_ARGS=()
+[[ -z $TORCH_INDEX ]] || INDEX_ARGS=(--extra-index-url "$TORCH_INDEX")
 MARKER=.venv/jaxbook-jax-override          # the setup cell leaves JAX alone when this exists
 # Packages whose releases follow JAX's: with JAXBOOK_JAX_VERSION their pins become upper bounds.
 JAX_FOLLOWERS=(optax orbax-checkpoint flax)
@@ -281,8 +296,9 @@ install_pinned() {
         say "removing $MARKER (left by a JAXBOOK_JAX_VERSION run): back to the pinned jax"
         run rm -f "$MARKER"
     fi
-    say "installing requirements.txt and jax[tpu]==$JAX_PIN"
-    run .venv/bin/python -m pip install -r requirements.txt "jax[tpu]==$JAX_PIN"
+    say "installing requirements.txt and jax[tpu]==$JAX_PIN${TORCH_INDEX:+ (torch from $TORCH_INDEX)}"
+    run .venv/bin/python -m pip install -r requirements.txt "jax[tpu]==$JAX_PIN" \
+        ${INDEX_ARGS[@]+"${INDEX_ARGS[@]}"}
 }
 
 # --- or the same packages around JAXBOOK_JAX_VERSION (see the header for the why of each part)
@@ -297,7 +313,8 @@ install_override() {
     fi
     say "JAXBOOK_JAX_VERSION=$JAX_VERSION: installing requirements.txt without its jax and jaxlib" \
         "pins (${JAX_FOLLOWERS[*]} at most their pins) and ${jax_specs[*]}"
-    run .venv/bin/python -m pip install "${REQS[@]}" "${jax_specs[@]}"
+    run .venv/bin/python -m pip install "${REQS[@]}" "${jax_specs[@]}" \
+        ${INDEX_ARGS[@]+"${INDEX_ARGS[@]}"}
     write_file "$MARKER" "$marker_text"
 }
 
@@ -321,6 +338,8 @@ printf '%s\n' "" \
     "${NOTE[@]}" \
     "Check that JAX sees the TPU (it should list TpuDevice entries, not CpuDevice):" \
     "  .venv/bin/python -c \"import jax; print(jax.devices())\"" \
-    "Start Jupyter on the VM, then tunnel port 8888 from your machine" \
-    "(gcloud compute tpus tpu-vm ssh NAME --zone ZONE -- -L 8888:localhost:8888):" \
-    "  .venv/bin/jupyter lab --no-browser --port 8888"
+    "Start Jupyter on the VM inside tmux (it survives an ssh drop), then tunnel port 8888" \
+    "from your machine (gcloud compute tpus tpu-vm ssh NAME --zone ZONE -- -L 8888:localhost:8888):" \
+    "  tmux new -s jupyter   (later: tmux attach -t jupyter)" \
+    "  .venv/bin/jupyter lab --no-browser --port 8888" \
+    "Only one process can own the TPU: one open notebook kernel at a time (chapter 11, step 8)."

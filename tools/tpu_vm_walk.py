@@ -8,7 +8,8 @@ a TPU. `make test-tpu-vm` (and `.ci/run`) runs it.
    small `uv` shim stands in: `uv python install 3.12` records the request and
    `uv python find` then hands over a local Python 3.12, as uv would. Everything else is
    real: the venv, `pip install -r requirements.txt "jax[tpu]==<pin>"` with libtpu from
-   the package registry, and JAX, which falls back to the CPU when there is no TPU.
+   the package registry (torch from PyTorch's CPU index where it can be reached, else from
+   PyPI), and JAX, which falls back to the CPU when there is no TPU.
 3. Start `jupyter server` from that .venv on a free local port, execute a chapter's code
    cells through the server's kernel API (REST to start a kernel, its websocket channel to
    run each cell), and fail on any error. Then shut the server down and remove the folder.
@@ -84,6 +85,13 @@ def install(clone: Path, python310: str, python312: str, home: Path) -> None:
             (bin_dir / tool).symlink_to(shutil.which(tool))
     env = {key: value for key, value in os.environ.items() if key.startswith(("PIP_", "SSL_"))}
     env |= {"PATH": str(bin_dir), "HOME": str(home), "LANG": "C.UTF-8"}
+    # The script takes torch from PyTorch's CPU index by default. Where that index cannot be
+    # reached (the book's CI machine), pip would retry it for every package: PyPI's torch instead.
+    try:
+        socket.create_connection(("download.pytorch.org", 443), timeout=5).close()
+    except OSError:
+        env["JAXBOOK_TORCH_INDEX"] = ""
+        print("download.pytorch.org cannot be reached: torch from PyPI (JAXBOOK_TORCH_INDEX=)")
     start = time.perf_counter()
     result = subprocess.run([shutil.which("bash") or "/bin/bash", "tools/tpu_vm_install.sh"],
                             cwd=clone, env=env,
