@@ -191,6 +191,7 @@ OTHER_UNITS = {
     "TB/s": "TB/s", "MiB": "MiB", "GiB": "GiB", "KiB": "KiB", "TiB": "TiB", "MB": "MB",
     "GB": "GB", "kB": "kB", "KB": "kB", "TB": "TB", "bytes": "bytes",
     "examples/s": "examples/s", "samples/s": "examples/s", "images/s": "examples/s",
+    "张/秒": "examples/s",  # the Chinese edition's images/s (#33)
     "steps/s": "steps/s", "tokens/s": "tokens/s", "it/s": "it/s", "s/it": "s/it",
     "examples per second": "examples/s", "samples per second": "examples/s",
     "images per second": "examples/s", "steps per second": "steps/s",
