@@ -36,7 +36,7 @@
 #
 # torch and torchvision (the chapters read MNIST with torchvision) come from PyTorch's CPU index
 # by default: PyPI's torch for Linux x86_64 is the CUDA build, which pulls NVIDIA's CUDA libraries
-# and triton (5.3 of the 6.7 GB of the book's pinned .venv on its x86_64 machine), useless on a TPU
+# and triton (5.5 of the 7.0 GB of the book's pinned .venv on its x86_64 machine), useless on a TPU
 # VM. The index is passed as --extra-index-url: pip then prefers torch==X+cpu (a local version
 # label sorts above the plain X, and the requirement torch==X matches both) and takes every
 # other package from PyPI as before. JAXBOOK_TORCH_INDEX= (empty) goes back to PyPI's build.
