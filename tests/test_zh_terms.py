@@ -101,13 +101,30 @@ def test_the_terminology_table_is_there_and_its_patterns_compile():
     [
         ("这个单元会打印", True), ("这个单元格会打印", False), ("代码单元只安装", True),
         ("向量单元负责", False), ("张量处理单元（TPU）", False), ("eager 模式即时执行", True),
-        ("首次使用时下载", False), ("训练步的用时", True), ("批次大小为 128", True),
+        ("首次使用时下载", False), ("训练步的用时", True), ("批大小为 128", True),
+        ("批次大小为 128", False), ("批量大小为 128", True),
         ("一台 CPU 即可", True), ("一台 CPU 机器", False), ("一颗 CPU", False),
         ("「引号」", True), ("代码执行程序 → 更改运行时类型", False),
         ("运行时 → 更改运行时类型", True), ("（更改运行时类型）", True),
         ("网格 (mesh) 轴", True), ("网格（mesh）轴", False), ("形状为 (8, 3) 的矩阵", False),
         ("形状为 (n, per_device, 784)", False),
         ("# 参数, 梯度", True), ("# 参数，梯度", False), ("# 加速器.", True), ("x.shape", False),
+        # #33: the punctuation rule without whitespace, and Chinese inside ASCII parentheses
+        ("参数,梯度", True), ("参数:梯度", True), ("JAX,梯度", True), ("f(x, y)", False),
+        ("(见第 3 章)", True), ("（见第 3 章）", False), ("[本章](#数组是不可变的)", False),
+        # #33: the new rows
+        ("它立即执行", True), ("急切执行", True), ("即时编译的函数", True),
+        ("jit 编译的函数", False), ("基准流水线", True), ("基准设置", True),
+        ("基准测试的目标", False), ("基线流水线", False), ("分段函数", True), ("分块函数", False),
+        ("代价模型", True), ("成本模型", False), ("query、key 和 value", True),
+        ("查询、键和值", False), ("性能剖析", True), ("性能分析", False), ("吞吐量 0.22x", True),
+        ("TPU7x 之前", False), ("$f'(x) = 2x$", False), ("7,096 images/s", True),
+        ("7,096 张/秒", False), ("残差路径", True), ("残差流", False), ("输出核", True),
+        ("输出投影的权重矩阵", False), ("可抢占 TPU", True), ("抢占式 TPU", False),
+        ("用 Spot VM 训练", True), ("Spot 虚拟机（Spot VM）", False),
+        ("Spot 虚拟机\nSpot VM", False),
+        ("[Manage TPU Spot VMs](https://cloud.google.com)", False),
+        ("没有批次维的矩阵乘积", True), ("批次维度", False),
     ],
 )
 def test_the_patterns_flag_what_they_should(text, flagged):
