@@ -1,13 +1,22 @@
 """tools/tpu_spot_launch.sh keeps a job going on a spot TPU: its logic, against a fake gcloud.
 
 The fake `gcloud` on PATH keeps the state of one queued resource and its TPU VM in a JSON file,
-answers `describe` from it, changes it on `create` and `delete`, and plays back the outcome of
-each `tpu-vm ssh` from a list: "ok" (the job finished), "fail" (the job failed, the TPU is
-fine), "preempt" (the TPU was taken away while the job ran), "preempt-late" (ssh lost the
-connection, status 255, but the states change only a few `describe` calls later, as during a
-preempted VM's shutdown), "sigterm" (the job saved and exited with 143, the TPU is fine),
-"sigterm-late" (143, then the late preemption) or "locked" (another copy holds the lock, 75).
-Every call is logged, so the tests check which commands the script ran, in which order.
+answers `describe` from it and changes it on `create` and `delete`. Its `tpu-vm ssh` behaves as
+the real one does (google-cloud-sdk, lib/googlecloudsdk/command_lib/compute/tpus/tpu_vm/ssh.py:
+AttemptRunWithRetries and WaitForBatchCompletion): it runs the command on each worker, in
+threads; when ssh itself fails (OpenSSH's status 255, which gcloud raises as ssh.CommandError:
+command_lib/util/ssh/ssh.py, SSH_EXIT_CODES) it runs the whole command again, up to 10 attempts
+5 s apart (FAKE_GCLOUD_RETRY_SECONDS makes the 5 s shorter here), and a worker whose 10 attempts
+all failed counts as 255; it then exits with the first nonzero status in worker order, or 0.
+
+Each worker's attempts come either from a list played back per call ("ok": the job finished,
+"fail": it failed, the TPU is fine, "drop": ssh lost the connection, "preempt": the TPU was taken
+away while the job ran, "preempt-late": ssh lost the connection but the states change only a few
+`describe` calls later, as during a preempted VM's shutdown, "sigterm": the job saved and exited
+with 143, "sigterm-late": 143, then the late preemption), or, with run_remote, from running the
+command for real with bash in a folder per worker (its HOME), where a drop kills the ssh
+session's process group once the job has started, as sshd does when the connection goes.
+Every gcloud call is logged, so the tests check which commands the script ran, in which order.
 Nothing touches Google Cloud.
 """
 
@@ -38,7 +47,11 @@ SETTINGS = {
 FAKE_GCLOUD = """#!{python}
 import json
 import os
+import signal
+import subprocess
 import sys
+import threading
+import time
 
 state_path = os.environ["FAKE_GCLOUD_STATE"]
 with open(state_path) as file:
@@ -91,7 +104,7 @@ elif group == "queued-resources" and verb == "create":
     if state["queued"] is not None:
         print("ERROR: (gcloud) ALREADY_EXISTS", file=sys.stderr)
         sys.exit(1)
-    state["queued"], state["node"] = "ACTIVE", "READY"
+    state["queued"], state["node"], state["reachable"] = "ACTIVE", "READY", True
     save()
 elif group == "queued-resources" and verb == "delete":
     if state["queued"] is None:
@@ -104,14 +117,94 @@ elif group == "tpu-vm" and verb == "describe":
         not_found("nodes")
     print(state["node"])
 elif group == "tpu-vm" and verb == "ssh":
-    outcome = state["ssh"].pop(0)
-    if outcome == "preempt":
-        state["queued"], state["node"] = "SUSPENDED", "PREEMPTED"
-    if outcome.endswith("-late"):
-        state["preempt_after_looks"] = state["late_by"]
+    if state["node"] != "READY":
+        print(f"ERROR: (gcloud.compute.tpus.tpu-vm.ssh) the TPU is {{state['node']}}",
+              file=sys.stderr)
+        sys.exit(1)
+    n_workers = state.get("workers", 1)
+    (worker_flag,) = [arg for arg in sys.argv[1:] if arg.startswith("--worker=")]
+    workers = (list(range(n_workers)) if worker_flag == "--worker=all"
+               else [int(worker_flag.split("=")[1])])
+    (command,) = [arg[len("--command="):] for arg in sys.argv[1:]
+                  if arg.startswith("--command=")]
+    retry_seconds = float(os.environ.get("FAKE_GCLOUD_RETRY_SECONDS", "5"))
+    lock = threading.Lock()
+    if not state.get("run_remote"):
+        item = state["ssh"].pop(0)  # one item per gcloud call: "ok", or one per worker
+        plans = {{worker: (item if isinstance(item, str) else item[worker]).split(",")
+                 for worker in workers}}
+
+    def playback(worker):
+        # One attempt on a worker, from the list: the remote status, or 255.
+        with lock:
+            if not state["reachable"]:
+                return 255  # the VM is going away or gone: ssh cannot connect
+            outcome = plans[worker].pop(0) if plans[worker] else "drop"
+            if outcome == "preempt":
+                state["queued"], state["node"], state["reachable"] = (
+                    "SUSPENDED", "PREEMPTED", False)
+            if outcome.endswith("-late"):
+                state["preempt_after_looks"], state["reachable"] = state["late_by"], False
+        return {{"ok": 0, "fail": 1, "drop": 255, "preempt": 255, "preempt-late": 255,
+                "sigterm": 143, "sigterm-late": 143}}[outcome]
+
+    def run_for_real(worker):
+        # One attempt: the command in the worker's folder, its session killed on a drop.
+        home = os.path.join(state["sandbox"], f"worker{{worker}}")
+        with lock:
+            drops_left = state["drops"].get(str(worker), 0)
+            if drops_left:
+                state["drops"][str(worker)] = drops_left - 1
+            first_drop = drops_left and not state["dropped"].get(str(worker))
+            if drops_left:
+                state["dropped"][str(worker)] = True
+        if drops_left and not first_drop:
+            return 255  # the connection cannot be made again yet
+        session = subprocess.Popen(
+            ["bash", "-c", command], cwd=home, start_new_session=True,
+            env={{"HOME": home, "PATH": state["worker_path"]}})
+        if not first_drop:
+            return session.wait()
+        marker = os.path.join(home, state.get("drop_when", "started"))
+        deadline = time.monotonic() + 20
+        while not os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.killpg(session.pid, signal.SIGHUP)  # the connection goes: sshd ends the session
+        time.sleep(0.1)
+        try:
+            os.killpg(session.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        session.wait()
+        return 255
+
+    attempt = run_for_real if state.get("run_remote") else playback
+    exit_statuses = {{worker: None for worker in workers}}
+
+    def attempt_with_retries(worker):  # gcloud's AttemptRunWithRetries
+        for number in range(10):
+            status = attempt(worker)
+            with lock:
+                state.setdefault("attempts", []).append([worker, status])
+            if status != 255:
+                exit_statuses[worker] = status or None
+                return
+            if number == 9:
+                exit_statuses[worker] = 255
+                return
+            print(f"Retrying: SSH command error (worker {{worker}})", file=sys.stderr)
+            time.sleep(retry_seconds)
+
+    threads = [threading.Thread(target=attempt_with_retries, args=(worker,))
+               for worker in workers]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
     save()
-    sys.exit({{"ok": 0, "fail": 1, "preempt": 255, "preempt-late": 255, "sigterm": 143,
-              "sigterm-late": 143, "locked": 75}}[outcome])
+    for worker in workers:  # gcloud's WaitForBatchCompletion: the first nonzero, worker order
+        if exit_statuses[worker]:
+            sys.exit(exit_statuses[worker])
 else:
     print("fake gcloud: unexpected call", sys.argv[1:], file=sys.stderr)
     sys.exit(3)
@@ -125,18 +218,36 @@ def sandbox(tmp_path):
     fake = bin_dir / "gcloud"
     fake.write_text(FAKE_GCLOUD.format(python=sys.executable))
     fake.chmod(0o755)
-    for tool in ("grep", "mktemp", "rm", "cat", "sleep"):  # what the script runs besides gcloud
+    for tool in ("grep", "mktemp", "rm", "cat", "sleep", "date"):  # besides gcloud
         found = shutil.which(tool)
         assert found, tool
         (bin_dir / tool).symlink_to(found)
     return tmp_path
 
 
+def make_workers(sandbox, n_workers):
+    """A folder per worker (its HOME) with the book already cloned, and a git that does nothing."""
+    worker_bin = sandbox / "worker-bin"
+    worker_bin.mkdir(exist_ok=True)
+    (worker_bin / "git").write_text("#!/bin/sh\nexit 0\n")  # the pull does nothing here
+    (worker_bin / "git").chmod(0o755)
+    for worker in range(n_workers):
+        repo = sandbox / f"worker{worker}" / "hands-on-jax"
+        (repo / ".git").mkdir(parents=True)
+        (repo / "tools").mkdir()
+        (repo / "tools" / "tpu_vm_install.sh").write_text("true\n")
+    return f"{worker_bin}:/usr/bin:/bin"
+
+
 def run_launcher(sandbox, queued=None, node=None, ssh=(), looks_until_active=0, late_by=3,
-                 failed_data="", **env):
-    state = {"queued": queued, "node": node, "ssh": list(ssh),
+                 failed_data="", workers=1, run_remote=False, drops=None, script=SCRIPT,
+                 **env):
+    state = {"queued": queued, "node": node, "ssh": list(ssh), "reachable": True,
              "looks_until_active": looks_until_active, "late_by": late_by,
-             "failed_data": failed_data}
+             "failed_data": failed_data, "workers": workers, "run_remote": run_remote,
+             "drops": dict(drops or {}), "dropped": {}, "sandbox": str(sandbox)}
+    if run_remote:
+        state["worker_path"] = make_workers(sandbox, workers)
     (sandbox / "state.json").write_text(json.dumps(state))
     (sandbox / "calls.log").write_text("")
     environment = {
@@ -144,17 +255,28 @@ def run_launcher(sandbox, queued=None, node=None, ssh=(), looks_until_active=0, 
         "HOME": str(sandbox),
         "FAKE_GCLOUD_STATE": str(sandbox / "state.json"),
         "FAKE_GCLOUD_LOG": str(sandbox / "calls.log"),
+        "FAKE_GCLOUD_RETRY_SECONDS": "0",
         "POLL_SECONDS": "0",
         "GRACE_SECONDS": "0",
         **SETTINGS,
         **env,
     }
     environment = {name: value for name, value in environment.items() if value is not None}
-    result = subprocess.run([BASH, str(SCRIPT)], env=environment, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run([BASH, str(script)], env=environment, capture_output=True,
+                            text=True, timeout=120)
     calls = [json.loads(line) for line in (sandbox / "calls.log").read_text().splitlines()]
     final = json.loads((sandbox / "state.json").read_text())
     return result, calls, final
+
+
+def ssh_commands(calls):
+    return [arg[len("--command="):] for call in calls for arg in call
+            if arg.startswith("--command=")]
+
+
+def launch_of(command):
+    (line,) = [line for line in command.splitlines() if line.startswith("launch=")]
+    return line.split(";")[0][len("launch="):]
 
 
 def verbs(calls):
@@ -209,12 +331,15 @@ def test_the_job_runs_on_every_worker_through_the_install_script(sandbox):
     _, calls, _ = run_launcher(sandbox, ssh=["ok"])
     ssh = calls[verbs(calls).index("tpu-vm ssh")]
     assert "--worker=all" in ssh
-    (command,) = [arg[len("--command="):] for arg in ssh if arg.startswith("--command=")]
+    (command,) = ssh_commands(calls)
     assert "git clone https://github.com/hands-on-jax/hands-on-jax hands-on-jax" in command
     assert "git -C hands-on-jax pull --ff-only" in command  # a rerun updates, not re-clones
-    assert command.index("bash tools/tpu_vm_install.sh") < command.index(
-        SETTINGS["TRAIN_COMMAND"])
-    assert "export BUCKET=gs://my-bucket/run;" in command
+    quoted = subprocess.run([BASH, "-c", 'printf %q "$1"', "-", SETTINGS["TRAIN_COMMAND"]],
+                            capture_output=True, text=True, check=True).stdout
+    train = f"JAXBOOK_TRAIN_COMMAND={quoted}"  # run by the detached job, unchanged
+    assert command.index("bash tools/tpu_vm_install.sh") < command.index(train)
+    assert "export BUCKET=gs://my-bucket/run " in command
+    assert "setsid nohup bash -c" in command  # detached from the ssh session
     assert command.startswith("set -e;")  # a failed install does not start the job
 
 
@@ -288,13 +413,17 @@ def test_a_preemption_that_shows_late_is_still_a_preemption(sandbox):
     assert final["queued"] is None
 
 
-def test_with_no_grace_a_late_preemption_reads_as_a_failure(sandbox):
-    # What the script did before it looked again: GRACE_POLLS=0 shows why the grace is needed.
+def test_with_no_grace_a_late_preemption_costs_one_more_connection(sandbox):
+    # GRACE_POLLS=0: the TPU still reads READY right after ssh failed, so the launcher takes it
+    # for a dropped connection and connects again; the next look shows the preemption.
     result, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY",
-                                    ssh=["preempt-late"], late_by=4, GRACE_POLLS="0")
-    assert result.returncode == 1
-    assert "not a preemption" in result.stderr
-    assert changes(calls) == ["tpu-vm ssh"]
+                                    ssh=["preempt-late", "ok"], late_by=4, GRACE_POLLS="0")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "lost the ssh connection (1 of at most 5)" in result.stdout
+    assert "not a preemption" not in result.stderr
+    assert changes(calls) == ["tpu-vm ssh", "queued-resources delete",
+                              "queued-resources create", "tpu-vm ssh",
+                              "queued-resources delete"]
 
 
 def test_a_sigterm_stop_is_not_done_and_the_job_runs_again(sandbox):
@@ -320,49 +449,36 @@ def test_a_sigterm_stop_during_a_preemption_recreates_the_tpu(sandbox):
     assert result.stdout.count("the job finished") == 1
 
 
-def test_a_job_already_running_is_not_started_twice(sandbox):
-    result, calls, final = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["locked"])
-    assert result.returncode == 1
-    assert "already running" in result.stderr
-    assert changes(calls) == ["tpu-vm ssh"]
-    assert final["queued"] == "ACTIVE"  # the running job's TPU is left alone
-
-
-def test_the_remote_lock_refuses_a_second_copy_on_a_worker(sandbox):
-    """Run the remote command itself, twice at once, in a fake worker's home folder."""
-    _, calls, _ = run_launcher(sandbox, ssh=["ok"],
-                               TRAIN_COMMAND="touch started; sleep 3; echo done > finished")
-    ssh = calls[verbs(calls).index("tpu-vm ssh")]
-    (command,) = [arg[len("--command="):] for arg in ssh if arg.startswith("--command=")]
-    worker = sandbox / "worker"
-    repo = worker / "hands-on-jax"
-    (repo / ".git").mkdir(parents=True)
-    (repo / "tools").mkdir()
-    (repo / "tools" / "tpu_vm_install.sh").write_text("true\n")
-    worker_bin = sandbox / "worker-bin"
-    worker_bin.mkdir()
-    (worker_bin / "git").write_text("#!/bin/sh\nexit 0\n")  # the pull does nothing here
-    (worker_bin / "git").chmod(0o755)
-    environment = {"HOME": str(worker), "PATH": f"{worker_bin}:/usr/bin:/bin"}
-    first = subprocess.Popen([BASH, "-c", command], cwd=worker, env=environment)
+def test_the_remote_command_attaches_to_a_running_job_instead_of_starting_a_second(sandbox):
+    """Run the workers' command itself, twice at once, in a fake worker's home folder."""
+    _, calls, _ = run_launcher(sandbox, ssh=["ok"], HEARTBEAT_SECONDS="0.1",
+                               TRAIN_COMMAND=JOB)
+    (command,) = ssh_commands(calls)
+    path = make_workers(sandbox, 1)
+    worker = sandbox / "worker0"
+    environment = {"HOME": str(worker), "PATH": path}
+    first = subprocess.Popen([BASH, "-c", command], cwd=worker, env=environment,
+                             stdout=subprocess.PIPE, text=True)
     try:
-        for _ in range(200):
-            if (repo / "started").exists():
-                break
-            time.sleep(0.05)
-        assert (repo / "started").exists()
-        second = subprocess.run([BASH, "-c", command], cwd=worker, env=environment,
-                                capture_output=True, text=True, timeout=30)
-        assert second.returncode == 75
-        assert "already running on this worker" in second.stderr
+        wait_for(worker / "started")
+        second = subprocess.run([BASH, "-c", command.replace(launch_of(command), "another")],
+                                cwd=worker, env=environment, capture_output=True, text=True,
+                                timeout=30)
+        assert second.returncode == 0  # it waited for the running job, and got its status
+        assert "attaching to it, not starting a second copy" in second.stdout
+        assert "heartbeat: " in second.stdout
         assert first.wait(timeout=30) == 0
     finally:
         first.kill()
         first.wait()
-    assert (repo / "finished").read_text() == "done\n"
-    third = subprocess.run([BASH, "-c", command.replace("sleep 3", "true")],
-                           cwd=worker, env=environment, capture_output=True, timeout=30)
-    assert third.returncode == 0  # the lock goes with the job that held it
+    assert starts(worker) == 1 and (worker / "finished").read_text() == "done\n"
+    third = subprocess.run([BASH, "-c", command], cwd=worker, env=environment,
+                           capture_output=True, text=True, timeout=30)
+    assert third.returncode == 0 and "already ran on this worker" in third.stderr
+    assert starts(worker) == 1  # the same launch again: reported, not started again
+    fourth = subprocess.run([BASH, "-c", command.replace(launch_of(command), "next")],
+                            cwd=worker, env=environment, capture_output=True, timeout=30)
+    assert fourth.returncode == 0 and starts(worker) == 2  # a new launch starts it again
 
 
 def test_a_failed_queued_resource_stops_and_shows_why(sandbox):
@@ -408,3 +524,150 @@ def test_an_unexpected_gcloud_error_stops_the_script(sandbox):
     assert result.returncode == 1
     assert "PERMISSION_DENIED" in result.stderr
     assert "could not read the state of the queued resource" in result.stderr
+
+
+# --- the fake gcloud's ssh, checked against what the real one does (see the docstring)
+
+def fake_ssh(sandbox, item, workers=1, retry_seconds="0"):
+    """One `gcloud compute tpus tpu-vm ssh --worker=all` call on the fake: (status, attempts,
+    seconds)."""
+    state = {"queued": "ACTIVE", "node": "READY", "reachable": True, "ssh": [item],
+             "workers": workers}
+    (sandbox / "state.json").write_text(json.dumps(state))
+    environment = {"PATH": str(sandbox / "bin"), "FAKE_GCLOUD_STATE": str(sandbox / "state.json"),
+                   "FAKE_GCLOUD_LOG": str(sandbox / "calls.log"),
+                   "FAKE_GCLOUD_RETRY_SECONDS": retry_seconds}
+    start = time.monotonic()
+    result = subprocess.run([str(sandbox / "bin" / "gcloud"), "compute", "tpus", "tpu-vm", "ssh",
+                             "jaxbook-spot", "--worker=all", "--command=true"],
+                            env=environment, capture_output=True, text=True, timeout=60)
+    seconds = time.monotonic() - start
+    attempts = json.loads((sandbox / "state.json").read_text())["attempts"]
+    return result.returncode, attempts, seconds
+
+
+def test_fake_ssh_runs_the_whole_command_again_when_ssh_fails(sandbox):
+    status, attempts, _ = fake_ssh(sandbox, "drop,drop,ok")
+    assert status == 0 and attempts == [[0, 255], [0, 255], [0, 0]]
+    status, attempts, seconds = fake_ssh(sandbox, "drop", retry_seconds="0.1")
+    assert status == 255 and attempts == [[0, 255]] * 10  # 10 attempts, then ssh's 255
+    assert seconds >= 9 * 0.1  # 9 waits between them
+    status, attempts, _ = fake_ssh(sandbox, "fail")
+    assert status == 1 and attempts == [[0, 1]]  # the remote command's failure: no retry
+
+
+def test_fake_ssh_on_all_workers_exits_with_the_first_nonzero_status_in_worker_order(sandbox):
+    assert fake_ssh(sandbox, ["ok", "sigterm", "fail"], workers=3)[0] == 143
+    assert fake_ssh(sandbox, ["fail", "sigterm", "ok"], workers=3)[0] == 1
+    assert fake_ssh(sandbox, ["ok", "drop", "fail"], workers=3)[0] == 255
+    assert fake_ssh(sandbox, ["ok", "drop,ok", "ok"], workers=3)[0] == 0
+
+
+# --- ssh drops: the job runs detached, so it is neither killed nor started twice
+
+def test_a_drop_that_gcloud_retries_away_is_invisible(sandbox):
+    result, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["drop,ok"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert changes(calls) == ["tpu-vm ssh", "queued-resources delete"]
+
+
+def test_after_gcloud_gives_up_on_a_healthy_tpu_the_launcher_connects_to_the_same_launch(
+        sandbox):
+    result, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["drop", "ok"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert changes(calls) == ["tpu-vm ssh", "tpu-vm ssh", "queued-resources delete"]
+    first, second = ssh_commands(calls)
+    assert launch_of(first) == launch_of(second)  # attach, never a new start
+    assert "lost the ssh connection (1 of at most 5)" in result.stdout
+
+
+def test_a_sigterm_stop_starts_a_new_launch(sandbox):
+    _, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["sigterm", "ok"])
+    first, second = ssh_commands(calls)
+    assert launch_of(first) != launch_of(second)
+
+
+def test_gives_up_after_max_ssh_drops(sandbox):
+    result, calls, final = run_launcher(sandbox, queued="ACTIVE", node="READY",
+                                        ssh=["drop"] * 3, MAX_SSH_DROPS="2")
+    assert result.returncode == 1
+    assert "lost the ssh connection to jaxbook-spot 3 times in a row" in result.stderr
+    assert changes(calls) == ["tpu-vm ssh"] * 3
+    assert final["queued"] == "ACTIVE"  # the TPU, and the job on it, are left alone
+
+
+JOB = 'echo start >> "$HOME/starts"; touch "$HOME/started"; sleep 1.5; echo done > "$HOME/finished"'
+
+
+def wait_for(path, seconds=20):
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.02)
+
+
+def starts(worker):
+    path = worker / "starts"
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+def run_with_drops(sandbox, drops, script=SCRIPT, **env):
+    result, calls, final = run_launcher(
+        sandbox, queued="ACTIVE", node="READY", workers=2, run_remote=True, drops=drops,
+        script=script, TRAIN_COMMAND=JOB, HEARTBEAT_SECONDS="0.1", **env)
+    counts = [starts(sandbox / f"worker{worker}") for worker in range(2)]
+    finished = [(sandbox / f"worker{worker}" / "finished").exists() for worker in range(2)]
+    return result, calls, final, counts, finished
+
+
+def test_an_ssh_drop_during_the_job_neither_kills_it_nor_starts_a_second_copy(sandbox):
+    # Worker 1's session is killed once its job has started; gcloud runs the command again.
+    result, calls, final, counts, finished = run_with_drops(sandbox, {"1": 1})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert counts == [1, 1] and finished == [True, True]  # one job per worker, throughout
+    assert [status for worker, status in final["attempts"] if worker == 1] == [255, 0]
+    assert "attaching to it, not starting a second copy" in result.stdout
+    assert changes(calls) == ["tpu-vm ssh", "queued-resources delete"]
+
+
+def test_a_drop_longer_than_gcloud_retries_is_attached_to_by_the_launcher(sandbox):
+    # 10 failed attempts on worker 0: gcloud exits 255, the TPU is READY, the launcher connects
+    # again with the same launch and attaches to (or collects) the job that went on running.
+    result, calls, _, counts, finished = run_with_drops(sandbox, {"0": 10})
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert counts == [1, 1] and finished == [True, True]
+    assert changes(calls) == ["tpu-vm ssh", "tpu-vm ssh", "queued-resources delete"]
+
+
+def test_a_retry_after_the_job_ended_reports_it_instead_of_starting_it_again(sandbox):
+    # gcloud's retry comes 3 s later, when the 1.5 s job is over: it must not run a second time.
+    result, _, _, counts, finished = run_with_drops(sandbox, {"1": 1},
+                                                    FAKE_GCLOUD_RETRY_SECONDS="3")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert counts == [1, 1] and finished == [True, True]
+    assert "already ran on this worker: not starting it again" in result.stderr
+
+
+# Planted faults in a copy of the launcher: the tests above must catch each of them.
+
+def planted(sandbox, find, replace):
+    text = SCRIPT.read_text()
+    assert text.count(find) == 1, find
+    copy = sandbox / "tpu_spot_launch_planted.sh"
+    copy.write_text(text.replace(find, replace))
+    return copy
+
+
+def test_planted_fault_job_not_detached_dies_with_its_session(sandbox):
+    script = planted(sandbox, "setsid nohup bash -c", "bash -c")
+    result, _, _, counts, finished = run_with_drops(sandbox, {"1": 1}, script=script)
+    assert finished == [True, False]  # worker 1's job was killed with its ssh session
+    assert result.returncode == 1 and "not a preemption" in result.stderr
+
+
+def test_planted_fault_no_launch_check_starts_a_second_copy(sandbox):
+    script = planted(sandbox, '"$(cat "$J/launch" 2>/dev/null)" = "$launch"',
+                     '"$(cat "$J/launch" 2>/dev/null)" = "never"')
+    result, _, _, counts, _ = run_with_drops(sandbox, {"1": 1}, script=script,
+                                             FAKE_GCLOUD_RETRY_SECONDS="3")
+    assert counts == [1, 2]  # the one-job count catches it

@@ -18,27 +18,40 @@
 #   1. `gcloud compute tpus queued-resources describe TPU_NAME`: no queued resource -> create one
 #      with --spot (node id = TPU_NAME). One that exists is never created twice.
 #   2. Waiting, provisioning, suspending, deleting: poll every POLL_SECONDS.
-#   3. ACTIVE and the TPU VM READY: run one command on every worker (--worker=all) that takes a
-#      lock (a second copy of the job on the same worker refuses to start, status 75), clones or
-#      updates the book, installs it with tools/tpu_vm_install.sh and runs TRAIN_COMMAND (with
-#      BUCKET exported). The command must resume from the newest checkpoint in BUCKET.
+#   3. ACTIVE and the TPU VM READY: run one command on every worker (--worker=all) that either
+#      attaches to the job already running there or starts it. The job runs detached from the
+#      ssh session (setsid nohup), so a dropped connection neither kills it nor, when gcloud or
+#      this script connects again, starts a second copy:
+#      - ~/.jaxbook-job/lock is held (flock) by the job for as long as it runs. Held: the job is
+#        running; the command attaches to it.
+#      - Free, and ~/.jaxbook-job/launch names this very launch: the job of this launch already
+#        ran and ended (the connection dropped and gcloud ran the command again): the command
+#        reports the job's exit status instead of starting it again.
+#      - Otherwise it clones or updates the book, installs it with tools/tpu_vm_install.sh and
+#        starts TRAIN_COMMAND detached (with BUCKET exported), holding the lock, then attaches.
+#      Attached, it prints the job's heartbeat (~/.jaxbook-job/heartbeat: the time, the pid and
+#      whatever the job writes to $JAXBOOK_PROGRESS, e.g. its step) when it changes, every
+#      HEARTBEAT_SECONDS, and ends with the job's own exit status (~/.jaxbook-job/status).
 #   4. The command ends with status 0: the job is done; the queued resource (and with --force,
 #      its TPU VM) is deleted, and the script exits 0. Any other status is not "done".
 #   5. Any other status: a preempted TPU can still read READY (and its queued resource ACTIVE)
 #      during its shutdown, so the states are read again, GRACE_POLLS times GRACE_SECONDS apart.
 #      - SUSPENDED, or the TPU VM PREEMPTED or gone: the TPU was taken away. Delete the queued
 #        resource, count a restart, and go back to 1.
+#      - Still READY and ACTIVE, status 255 (ssh lost the connection, after gcloud's own
+#        retries): the job is detached and may still run. Connect again with the same launch,
+#        which attaches to it or reports how it ended; at most MAX_SSH_DROPS times in a row.
 #      - Still READY and ACTIVE, status 143 (the job saved and stopped on SIGTERM): count a
-#        restart and run the job again on the same TPU.
-#      - Still READY and ACTIVE, status 75: another copy of the job holds the lock; stop (exit 1).
+#        restart and start the job again (a new launch) on the same TPU.
 #      - Still READY and ACTIVE, any other status: a bug in the job, not a preemption. Stop
 #        (exit 1) and leave the TPU up, so that a rerun reuses it.
 #   A queued resource in state FAILED is not a preemption either: the script prints its
 #   state.failedData and stops. So does an empty answer from gcloud, MAX_UNKNOWN times in a row.
 #
 # Rerunning the script picks up whatever state the queued resource is in and never creates a
-# second one; the lock on the workers keeps a rerun from starting a second copy of a job that
-# is still running there.
+# second one; on the workers it attaches to a job that is still running instead of starting a
+# second copy (a job that already ended is started again by a rerun: it resumes from its newest
+# checkpoint, which for a finished job means it finds itself done).
 #
 # Settings (environment variables):
 #   PROJECT, ZONE, TPU_NAME, ACCELERATOR_TYPE, RUNTIME_VERSION, BUCKET, TRAIN_COMMAND  (required)
@@ -47,6 +60,9 @@
 #   GRACE_SECONDS=60         deciding that it was not a preemption, and the wait between them
 #   MAX_RESTARTS=20        give up after this many restarts (preemptions or SIGTERM stops)
 #   MAX_UNKNOWN=10         give up after this many empty answers in a row
+#   MAX_SSH_DROPS=5        give up after this many lost ssh connections in a row on a TPU that
+#                          still reads READY (each one after gcloud's own retries)
+#   HEARTBEAT_SECONDS=60   how often the job's heartbeat is written, and read while attached
 #   JAXBOOK_REPO_URL=...   the repository to clone on the workers (default: the book's)
 #   JAXBOOK_DRY_RUN=1      print the first command that would change something, instead of
 #                          running it, and stop (nothing has changed, so nothing comes after it)
@@ -58,10 +74,12 @@ GRACE_POLLS=${GRACE_POLLS:-3}
 GRACE_SECONDS=${GRACE_SECONDS:-60}
 MAX_RESTARTS=${MAX_RESTARTS:-20}
 MAX_UNKNOWN=${MAX_UNKNOWN:-10}
+MAX_SSH_DROPS=${MAX_SSH_DROPS:-5}
+HEARTBEAT_SECONDS=${HEARTBEAT_SECONDS:-60}
 REPO_URL=${JAXBOOK_REPO_URL:-https://github.com/hands-on-jax/hands-on-jax}
 DRY_RUN=${JAXBOOK_DRY_RUN:-}
 STOPPED_ON_SIGTERM=143  # 128 + 15: the job saved and exited on SIGTERM (chapter 17's script)
-ALREADY_RUNNING=75      # EX_TEMPFAIL: another copy of the job holds the lock on a worker
+SSH_FAILED=255          # ssh's own status when the connection failed or dropped
 
 say() { printf '==> %s\n' "$*"; }
 
@@ -85,9 +103,11 @@ fi
 [[ $BUCKET == gs://* ]] ||
     die "BUCKET=$BUCKET is not a Cloud Storage path (gs://...): a spot TPU's own disk is" \
         "deleted with it, so checkpoints must go to a bucket."
-for name in POLL_SECONDS GRACE_POLLS GRACE_SECONDS MAX_RESTARTS MAX_UNKNOWN; do
+for name in POLL_SECONDS GRACE_POLLS GRACE_SECONDS MAX_RESTARTS MAX_UNKNOWN MAX_SSH_DROPS; do
     [[ ${!name} =~ ^[0-9]+$ ]] || die "$name=${!name} is not a whole number."
 done
+[[ $HEARTBEAT_SECONDS =~ ^[0-9]+(\.[0-9]+)?$ && ! $HEARTBEAT_SECONDS =~ ^0+(\.0*)?$ ]] ||
+    die "HEARTBEAT_SECONDS=$HEARTBEAT_SECONDS is not a positive number of seconds."
 command -v gcloud >/dev/null 2>&1 ||
     die "gcloud is not on PATH: install the Google Cloud CLI and run 'gcloud auth login'."
 
@@ -160,26 +180,69 @@ delete_queued() {
     act gcloud compute tpus queued-resources delete "$TPU_NAME" --force --quiet "${WHERE[@]}"
 }
 
-# The command every worker runs: take the lock (held by the job until it exits, so a second
-# launch on the same worker stops here), get the book, install it, run the job with BUCKET set.
+# What the detached job runs on a worker (bash -c, with JAXBOOK_JOB_DIR, JAXBOOK_TRAIN_COMMAND,
+# JAXBOOK_PROGRESS and JAXBOOK_HEARTBEAT_SECONDS exported). It holds the lock through the file
+# descriptor 9 it inherits; a SIGTERM (a preemption's shutdown sends it to every process) is
+# trapped, so the wrapper waits for the job to save and stop and records its status (143).
+# The heartbeat loop closes its copy of the lock and ends soon after the wrapper does.
+JOB_WRAPPER='trap : TERM
+J=$JAXBOOK_JOB_DIR
+( exec 9>&-; while kill -0 $$ 2>/dev/null; do
+    printf "%s pid=%s %s\n" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" $$ "$(cat "$JAXBOOK_PROGRESS" 2>/dev/null)" >"$J/heartbeat.tmp"
+    mv -f "$J/heartbeat.tmp" "$J/heartbeat"; sleep "$JAXBOOK_HEARTBEAT_SECONDS"; done ) &
+status=0; eval "$JAXBOOK_TRAIN_COMMAND" || status=$?
+printf "%s\n" "$status" >"$J/status.tmp"; mv -f "$J/status.tmp" "$J/status"
+exit "$status"'
+
+# The command every worker runs for one launch (an id that this script makes up for each new
+# start of the job): attach to the job if it runs, report its status if this launch's job
+# already ended, else get the book, install it, start the job detached, and attach.
 remote_command() {
-    local repo=${REPO_URL##*/}
+    local launch=$1 repo=${REPO_URL##*/}
     repo=${repo%.git}
-    printf '%s' "set -e; exec 9>>\"\$HOME/.jaxbook-train.lock\";" \
-        " if ! flock -n 9; then echo 'another copy of the job is already running on this" \
-        " worker: not starting a second one' >&2; exit $ALREADY_RUNNING; fi;" \
-        " if [ -d $repo/.git ]; then git -C $repo pull --ff-only;" \
-        " else git clone $(printf '%q' "$REPO_URL") $repo; fi; cd $repo;" \
-        " bash tools/tpu_vm_install.sh; export BUCKET=$(printf '%q' "$BUCKET"); $TRAIN_COMMAND"
+    printf '%s\n' \
+        'set -e; J="$HOME/.jaxbook-job"; mkdir -p "$J"; exec 9>>"$J/lock"' \
+        "launch=$launch; beat=$(printf '%q' "$HEARTBEAT_SECONDS")" \
+        'if flock -n 9; then' \
+        '  if [ "$(cat "$J/launch" 2>/dev/null)" = "$launch" ]; then' \
+        '    exec 9>&-; echo "the job of launch $launch already ran on this worker: not starting it again" >&2' \
+        '  else' \
+        '    rm -f "$J/status" "$J/heartbeat" "$J/progress"' \
+        "    if [ -d $repo/.git ]; then git -C $repo pull --ff-only;" \
+        "    else git clone $(printf '%q' "$REPO_URL") $repo; fi; cd $repo" \
+        '    bash tools/tpu_vm_install.sh' \
+        "    export BUCKET=$(printf '%q' "$BUCKET") JAXBOOK_TRAIN_COMMAND=$(printf '%q' "$TRAIN_COMMAND")" \
+        '    export JAXBOOK_JOB_DIR="$J" JAXBOOK_PROGRESS="$J/progress" JAXBOOK_HEARTBEAT_SECONDS=$beat' \
+        '    printf "%s\n" "$launch" >"$J/launch"' \
+        "    setsid nohup bash -c $(printf '%q' "$JOB_WRAPPER") >\"\$J/job.log\" 2>&1 </dev/null &" \
+        '    exec 9>&-; echo "started the job (launch $launch, pid $!), detached; its output: $J/job.log"' \
+        '  fi' \
+        'else' \
+        '  exec 9>&-; echo "the job of launch $(cat "$J/launch" 2>/dev/null) is running on this worker: attaching to it, not starting a second copy"' \
+        'fi' \
+        'last=; while ! flock -n "$J/lock" true; do' \
+        '  now=$(cat "$J/heartbeat" 2>/dev/null || true)' \
+        '  if [ "$now" != "$last" ]; then echo "heartbeat: $now"; last=$now; fi; sleep "$beat"; done' \
+        'tail -n 20 "$J/job.log" 2>/dev/null || true' \
+        'if [ -f "$J/status" ]; then exit "$(cat "$J/status")"; fi' \
+        'echo "the job ended without recording an exit status (killed with its wrapper?)" >&2; exit 1'
+}
+
+launches=0
+new_launch() {
+    launches=$((launches + 1))
+    launch="$(date +%s)-$$-$launches"
 }
 
 run_job() {
-    say "starting the job on every worker of $TPU_NAME"
-    act gcloud compute tpus tpu-vm ssh "$TPU_NAME" --worker=all --command="$(remote_command)" \
-        "${WHERE[@]}"
+    say "$1 (launch $launch) on every worker of $TPU_NAME"
+    act gcloud compute tpus tpu-vm ssh "$TPU_NAME" --worker=all \
+        --command="$(remote_command "$launch")" "${WHERE[@]}"
 }
 
 restarts=0
+drops=0
+launch=
 count_restart() {
     restarts=$((restarts + 1))
     ((restarts <= MAX_RESTARTS)) ||
@@ -218,7 +281,12 @@ while true; do
         case $node in
         READY)
             status=0
-            run_job || status=$?
+            if [[ -z ${launch:-} ]]; then
+                new_launch
+                run_job "starting or attaching to the job" || status=$?
+            else
+                run_job "connecting again to the job" || status=$?
+            fi
             if ((status == 0)); then
                 say "the job finished"
                 delete_queued
@@ -228,12 +296,19 @@ while true; do
             look_again
             if [[ $node == READY && $state == ACTIVE ]]; then
                 case $status in
+                "$SSH_FAILED")
+                    drops=$((drops + 1))
+                    ((drops <= MAX_SSH_DROPS)) ||
+                        die "lost the ssh connection to $TPU_NAME $drops times in a row, more" \
+                            "than MAX_SSH_DROPS=$MAX_SSH_DROPS, on a TPU that still reads" \
+                            "READY. The job runs detached and may still be running there:" \
+                            "rerun this script to attach to it."
+                    say "lost the ssh connection ($drops of at most $MAX_SSH_DROPS), the TPU is" \
+                        "still READY: the job runs detached, connecting again to attach to it"
+                    continue
+                    ;;
                 "$STOPPED_ON_SIGTERM")
                     count_restart "the job stopped on SIGTERM and the TPU is still READY"
-                    ;;
-                "$ALREADY_RUNNING")
-                    die "another copy of the job is already running on $TPU_NAME (started by" \
-                        "another run of this script?): not starting a second one."
                     ;;
                 *)
                     die "the job failed (status $status) on a TPU that is still READY: that is" \
@@ -246,10 +321,14 @@ while true; do
             else
                 say "the TPU is $node (queued resource $state)"
             fi
+            launch=
+            drops=0
             ;;
         PREEMPTED | TERMINATED | ABSENT)
             say "the TPU VM $TPU_NAME is $node"
             count_restart "the TPU was preempted"
+            launch=
+            drops=0
             delete_queued
             ;;
         *)
@@ -261,6 +340,8 @@ while true; do
     SUSPENDED)
         say "the queued resource $TPU_NAME is $state"
         count_restart "the TPU was preempted"
+        launch=
+        drops=0
         delete_queued
         ;;
     FAILED)
