@@ -137,3 +137,146 @@ def test_the_chinese_edition_uses_the_terminology_table():
         "renderings that zh/book/glossary.md's 术语对照表 lists under 不用的写法 "
         "(use the 本书用法 column):\n" + "\n".join(found)
     )
+
+
+# First-use glosses (#33 item 4). The table's rows for eager execution, lowering and PRNG key
+# prescribe what the first use in each chapter carries; the rule, made precise:
+# - Scope: the markdown cells of each zh/notebooks/*.ipynb, read in order (a chapter is a
+#   notebook; code comments and the zh/book pages are not chapters' prose).
+# - eager: the first `eager` (any case, as a whole Latin word, outside `code spans` and link
+#   targets) is followed at once by （逐操作执行）.
+# - lowering: 下降 also means "decrease" (梯度下降, 损失下降很快), so only a 下降 in the
+#   compiler's sense counts: one not preceded by 梯度 and with 追踪, 编译, HLO, jaxpr or
+#   `lower` within LOWERING_WINDOW characters on either side. The first such 下降 is
+#   followed at once by （lowering）.
+# - PRNG key: the first 密钥 has 与密码学无关 in the same cell, starting at most KEY_REACH
+#   characters after it (so "密钥（PRNG key；这里的“密钥”只是随机数生成器的状态，与密码学
+#   无关）" passes, a gloss in a later cell or paragraph does not).
+LOWERING_WINDOW = 12
+KEY_REACH = 40
+EAGER = re.compile(r"(?<![A-Za-z_])eager(?![A-Za-z_])", re.I)
+EAGER_GLOSS = "（逐操作执行）"
+LOWERING = re.compile(r"(?<!梯度)下降")
+LOWERING_CONTEXT = re.compile(r"追踪|编译|HLO|jaxpr|lower", re.I)
+LOWERING_GLOSS = "（lowering）"
+KEY = "密钥"
+KEY_GLOSS = "与密码学无关"
+
+
+def prose_only(text: str) -> str:
+    """Code blocks, code spans and link targets blanked out (same length, so positions
+    keep). A MyST directive fence (```{admonition}) holds prose and is kept."""
+    lines, in_code, directives = text.split("\n"), False, 0
+    for index, line in enumerate(lines):
+        fence = line.lstrip().startswith("```")
+        if in_code:
+            in_code = not fence
+            lines[index] = " " * len(line)
+        elif fence and line.lstrip().startswith("```{"):
+            directives += 1
+        elif fence and directives and line.strip() == "```":
+            directives -= 1
+        elif fence:
+            in_code = True
+            lines[index] = " " * len(line)
+    text = "\n".join(lines)
+    text = re.sub(r"`[^`\n]*`", lambda m: " " * len(m.group(0)), text)
+    return re.sub(r"\]\([^)\s]*\)", lambda m: " " * len(m.group(0)), text)
+
+
+def is_lowering(text: str, start: int) -> bool:
+    around = text[max(0, start - LOWERING_WINDOW):start + 2 + LOWERING_WINDOW]
+    return bool(LOWERING_CONTEXT.search(around))
+
+
+def excerpt(text: str, start: int, end: int) -> str:
+    return "…" + text[max(0, start - 15):end + 15] + "…"
+
+
+def first_use_problems(cells) -> list[str]:
+    """cells: (where, markdown text) in reading order, one chapter. One line per term whose
+    first use lacks its gloss."""
+    problems, done = [], set()
+    for where, text in cells:
+        prose = prose_only(text)
+        if "eager" not in done and (match := EAGER.search(prose)):
+            done.add("eager")
+            if not text.startswith(EAGER_GLOSS, match.end()):
+                problems.append(f"{where}: first eager without {EAGER_GLOSS}: "
+                                + excerpt(text, match.start(), match.end()))
+        if "lowering" not in done:
+            for match in LOWERING.finditer(text):
+                if is_lowering(text, match.start()):
+                    done.add("lowering")
+                    if not text.startswith(LOWERING_GLOSS, match.end()):
+                        problems.append(f"{where}: first 下降 (lowering) without "
+                                        f"{LOWERING_GLOSS}: "
+                                        + excerpt(text, match.start(), match.end()))
+                    break
+        if "key" not in done and (start := text.find(KEY)) >= 0:
+            done.add("key")
+            reach = text[start + len(KEY):start + len(KEY) + KEY_REACH + len(KEY_GLOSS)]
+            if KEY_GLOSS not in reach:
+                problems.append(f"{where}: first {KEY} without “{KEY_GLOSS}” within {KEY_REACH} "
+                                "characters: " + excerpt(text, start, start + len(KEY)))
+    return problems
+
+
+def chapter_markdown(path):
+    name = path.relative_to(ROOT).as_posix()
+    return [(f"{name} [{index}] id={cell.get('id')}", source(cell))
+            for index, cell in enumerate(load(path)["cells"]) if cell["cell_type"] == "markdown"]
+
+
+def test_the_glossary_prescribes_the_first_use_glosses():
+    _, section = split_glossary(GLOSSARY.read_text(encoding="utf-8"))
+    usage = {english: use for english, use, _ in table_rows(section)}
+    eager = usage["eager execution"]
+    assert "每章首次出现写 eager" + EAGER_GLOSS in eager, eager
+    assert "每章首次出现写下降" + LOWERING_GLOSS in usage["lowering"], usage["lowering"]
+    assert "每章首次出现" in usage["PRNG key"] and KEY_GLOSS in usage["PRNG key"], usage["PRNG key"]
+
+
+KEY_GLOSSED = "随机数密钥（这里的“密钥”只是随机数生成器的状态，与密码学无关）"
+
+
+@pytest.mark.parametrize(
+    "cells, flagged",
+    [
+        ([KEY_GLOSSED], []),
+        (["伪随机数密钥（PRNG key；这里的“密钥”只是随机数生成器的状态，与密码学无关）"], []),
+        (["带 JAX 密钥的 `jax.random.permutation`"], ["key"]),
+        (["一个由种子或密钥构造的对象", KEY_GLOSSED], ["key"]),  # glossed late
+        (["密钥重复使用检查器。" + "很长的一段话" * 8 + "，与密码学无关"], ["key"]),  # too far
+        (["没有随机数的一章"], []),
+        (["eager（逐操作执行）对 eager"], []),
+        (["循环和 eager `vmap` 的开销", "eager（逐操作执行）"], ["eager"]),
+        (["Eager 模式"], ["eager"]),
+        (["`jax_eager_mode` 与 eagerly"], []),  # a code span and another word
+        (["```python\nrun_eager(x)  # eager\n```\n正文"], []),  # a code block
+        (["```{admonition} 本章概览\n循环和 eager 的开销\n```"], ["eager"]),  # prose
+        (["```{admonition} 概览\n正文\n```\n\n```python\nx = 1\n```\n正文 eager"], ["eager"]),
+        (["梯度下降找回了权重", "损失在最初几百步里下降很快"], []),  # decrease, not lowering
+        (["把 jaxpr 下降为 StableHLO"], ["lowering"]),
+        (["追踪、下降并编译"], ["lowering"]),
+        (["用 `.lower(...)` 下降这两个版本"], ["lowering"]),
+        (["下降（lowering）后的 StableHLO", "把 jaxpr 下降为 StableHLO"], []),
+        (["准确率下降。", "追踪、下降（lowering）、编译"], []),
+        (["追踪、下降、编译", "追踪、下降（lowering）"], ["lowering"]),  # glossed late
+    ],
+)
+def test_the_first_use_rule_flags_what_it_should(cells, flagged):
+    problems = first_use_problems([(f"cell {i}", text) for i, text in enumerate(cells)])
+    names = {"eager": "eager", "lowering": "下降", "key": KEY}
+    assert len(problems) == len(flagged), problems
+    for term, problem in zip(flagged, problems, strict=True):
+        assert names[term] in problem.split(":")[1], problem
+
+
+@pytest.mark.parametrize("path", sorted((ZH / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_each_chapter_glosses_eager_lowering_and_keys_at_first_use(path):
+    problems = first_use_problems(chapter_markdown(path))
+    assert not problems, (
+        "zh/book/glossary.md's 术语对照表 asks for a gloss at each chapter's first use:\n"
+        + "\n".join(problems)
+    )
