@@ -53,9 +53,10 @@ def test_a_chinese_copy_may_translate_comments_but_not_code():
     source = sync_snippets.snippet_text("mnist_idx.py")
     zh_path = ROOT / "zh" / "notebooks" / "14_jax_ai_stack.ipynb"
     en_path = ROOT / "notebooks" / "14_jax_ai_stack.ipynb"
-    commented = [line for line in source.splitlines() if line.lstrip().startswith("#")]
-    assert commented, "the snippet has no comment line to translate"
-    translated = source.replace(commented[0], commented[0].split("#")[0] + "# 一行中文注释", 1)
+    commented = [line for line in source.splitlines() if "  # " in line]
+    assert commented, "the snippet has no comment to translate"
+    code, _ = commented[0].split("  # ", 1)
+    translated = source.replace(commented[0], code + "  # 一行中文注释", 1)
     assert sync_snippets.equal(zh_path, translated, source)
     assert not sync_snippets.equal(en_path, translated, source)  # the English copy is exact
     changed_code = source.replace("def read_idx(", "def read_idx_(", 1)
