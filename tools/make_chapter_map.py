@@ -71,6 +71,9 @@ PARTS = [
                                          (15, "A small GPT\nfrom scratch"),
                                          (16, "Sharding the\ntransformer"),
                                          (17, "Training that\nsurvives\npreemption")]),
+    ("Part V: On the chip", "#f5e6c8", [(18, "Reading a\nprofile"),
+                                        (19, "A kernel\nwith Pallas"),
+                                        (20, "Serving\nthe GPT")]),
 ]
 
 # The Chinese map: part titles as in zh/_toc.yml, chapter labels as the chapters' H1s.
@@ -111,6 +114,9 @@ PARTS_ZH = [
                                    (15, "从零实现\n一个小型\nGPT"),
                                    (16, "对 Transformer\n做分片"),
                                    (17, "经得起抢占\n的训练")]),
+    ("第五部分：深入芯片", "#f5e6c8", [(18, "读懂性能\n分析记录"),
+                                   (19, "用 Pallas\n写一个内核"),
+                                   (20, "用 GPT 提供\n推理服务")]),
 ]
 
 LABEL_WIDTH = 0.2
