@@ -13,7 +13,7 @@ MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
 
-.PHONY: help install data book test test-compat test-isa test-tpu-vm test-mutants lint bench execute execute-all clean
+.PHONY: help install data book test test-compat test-isa test-tpu-vm test-mutants lint bench bench-gpt execute execute-all clean
 
 help:
 	@echo "make book    build the website into _build/html"
@@ -23,6 +23,7 @@ help:
 	@echo "make test-tpu-vm   walk the TPU VM path (install script from Python 3.10, Jupyter server)"
 	@echo "make test-mutants  plant each fault of tests/mutants/ in its chapter; every one must be caught"
 	@echo "make bench   run the Part II training benchmark"
+	@echo "make bench-gpt  run chapter 18's GPT-step benchmark"
 	@echo "make execute NB=notebooks/01_jax_numpy.ipynb   re-run one notebook in place"
 	@echo "make clean   remove the build, the venv and the data copy"
 
@@ -107,6 +108,11 @@ test-mutants: $(STAMP) data
 # `make bench BENCH_ARGS=--check` exits 1 when a target is not met.
 bench: $(STAMP) data
 	$(BIN)/python benchmarks/train_mnist.py $(BENCH_ARGS)
+
+# Chapter 18's benchmark: chapter 15's GPT step before and after the profile's fixes
+# (a measurement: exit code 0; its target and verdict: benchmarks/gpt_step_targets.py).
+bench-gpt: $(STAMP) data
+	$(BIN)/python benchmarks/gpt_step.py $(BENCH_ARGS)
 
 # Re-run a notebook top to bottom in a fresh kernel and store its outputs.
 execute: $(STAMP) data
