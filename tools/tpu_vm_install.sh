@@ -69,6 +69,10 @@ INDEX_ARGS=()
 MARKER=.venv/jaxbook-jax-override          # the setup cell leaves JAX alone when this exists
 # Packages whose releases follow JAX's: with JAXBOOK_JAX_VERSION their pins become upper bounds.
 JAX_FOLLOWERS=(optax orbax-checkpoint flax)
+# Packages left out with JAXBOOK_JAX_VERSION: qwix (chapter 20's int8 section) needs flax >= 0.12,
+# so jax >= 0.11.1; chapter 20 then skips that section with a message (it does not run on such
+# an old JAX anyway: chapters 14 onwards need a newer flax).
+OVERRIDE_LEAVES_OUT=(qwix)
 # The newest orbax-checkpoint that runs with jax < 0.6 (see the header): pip cannot tell.
 ORBAX_BEFORE_JAX_0_6=0.11.23
 
@@ -236,9 +240,10 @@ jax_before_0_6() {
 
 # Fill REQS with requirements.txt for JAXBOOK_JAX_VERSION: one pip argument per requirement,
 # without the jax and jaxlib lines, with each JAX_FOLLOWERS pin "name==V" as "name<=V", and
-# orbax-checkpoint held at ORBAX_BEFORE_JAX_0_6 or older for a jax older than 0.6.
+# orbax-checkpoint held at ORBAX_BEFORE_JAX_0_6 or older for a jax older than 0.6, and without
+# the OVERRIDE_LEAVES_OUT packages.
 override_requirements() {
-    local line name follower
+    local line name follower left_out
     REQS=()
     while IFS= read -r line || [[ -n $line ]]; do
         line=${line%%#*}
@@ -250,6 +255,9 @@ override_requirements() {
                 "cannot pass on: run without JAXBOOK_JAX_VERSION, or move that option out."
         name=$(norm_name "${line%%[<>=!~;[ ]*}")
         [[ $name == jax || $name == jaxlib ]] && continue
+        for left_out in "${OVERRIDE_LEAVES_OUT[@]}"; do
+            [[ $name == "$left_out" ]] && continue 2
+        done
         for follower in "${JAX_FOLLOWERS[@]}"; do
             if [[ $name == "$follower" && $line =~ ^[^=]+==([^=;[:space:]]+)$ ]]; then
                 line="${line%%==*}<=${BASH_REMATCH[1]}"
