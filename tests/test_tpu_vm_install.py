@@ -197,7 +197,7 @@ echo "$*" >> "{log}"
 
 
 def override_args(jax_version: str = OLD_JAX) -> list[str]:
-    """requirements.txt as the override passes it to pip: no jax/jaxlib/qwix, optax, orbax, flax capped.
+    """requirements.txt as the override passes it: no jax/jaxlib/qwix; optax, orbax, flax capped.
 
     Below jax 0.6 orbax-checkpoint is held at 0.11.23: 0.11.24 calls jax.monitoring.record_scalar
     (new in jax 0.6.0) although it declares jax >= 0.5.0.
