@@ -52,6 +52,7 @@ import optax
 from flax import nnx
 from gpt_step_targets import check_target, spread
 from jax.profiler import ProfileData
+from matmul_peak import matmul_peak_gflops
 
 CONTEXT, D_MODEL, N_HEADS, N_LAYERS, BATCH_SIZE = 64, 128, 4, 2, 32
 TRAIN_STEPS, WARMUP_STEPS, PEAK_LEARNING_RATE = 600, 100, 4e-3
@@ -157,24 +158,6 @@ def make_steps(graphdef):
         return jax.lax.scan(train_step, state, keys)
 
     return train_step, train_steps
-
-
-def matmul_peak_gflops(sizes=(512, 1024, 2048), seconds_per_size=1.0):
-    """Best float32 GFLOP/s of a jitted square matmul over a few sizes (as benchmarks/
-    train_mnist.py measures it)."""
-    best = 0.0
-    matmul = jax.jit(jnp.matmul)
-    for size in sizes:
-        key_a, key_b = jax.random.split(jax.random.key(size))
-        a = jax.random.normal(key_a, (size, size), jnp.float32)
-        b = jax.random.normal(key_b, (size, size), jnp.float32)
-        matmul(a, b).block_until_ready()
-        deadline = time.perf_counter() + seconds_per_size
-        while time.perf_counter() < deadline:
-            start = time.perf_counter()
-            matmul(a, b).block_until_ready()
-            best = max(best, 2 * size**3 / (time.perf_counter() - start) / 1e9)
-    return best
 
 
 def copy_of(state):

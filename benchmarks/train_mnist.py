@@ -61,6 +61,7 @@ import numpy as np
 import optax
 import torch
 from bench_targets import check_targets, first_reaching, format_targets, spread
+from matmul_peak import matmul_peak_gflops
 
 # The book's MNIST loader, from its one source (the chapters carry copies of the same file).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools" / "snippets"))
@@ -92,23 +93,6 @@ def split_rows(n_images=60_000):
     """(training rows, validation rows): the validation split is the last 10,000."""
     split = np.random.default_rng(0).permutation(n_images)
     return split[:-VALIDATION_SIZE], split[-VALIDATION_SIZE:]
-
-
-def matmul_peak_gflops(sizes=(512, 1024, 2048), seconds_per_size=1.0):
-    """Best float32 GFLOP/s of a jitted square `jnp` matmul over a few sizes."""
-    best = 0.0
-    matmul = jax.jit(jnp.matmul)
-    for size in sizes:
-        key_a, key_b = jax.random.split(jax.random.key(size))
-        a = jax.random.normal(key_a, (size, size), jnp.float32)
-        b = jax.random.normal(key_b, (size, size), jnp.float32)
-        matmul(a, b).block_until_ready()
-        deadline = time.perf_counter() + seconds_per_size
-        while time.perf_counter() < deadline:
-            start = time.perf_counter()
-            matmul(a, b).block_until_ready()
-            best = max(best, 2 * size**3 / (time.perf_counter() - start) / 1e9)
-    return best
 
 
 def peak_rss_mb():
