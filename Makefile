@@ -13,7 +13,7 @@ MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
 
-.PHONY: help install data book test test-compat test-isa test-tpu-vm test-mutants lint bench bench-gpt execute execute-all clean
+.PHONY: help install data book test test-compat test-isa test-tpu-vm test-mutants tpu-run lint bench bench-gpt execute execute-all clean
 
 help:
 	@echo "make book    build the website into _build/html"
@@ -22,6 +22,7 @@ help:
 	@echo "make test-isa      re-run the training chapters with XLA capped at another instruction set"
 	@echo "make test-tpu-vm   walk the TPU VM path (install script from Python 3.10, Jupyter server)"
 	@echo "make test-mutants  plant each fault of tests/mutants/ in its chapter; every one must be caught"
+	@echo "make tpu-run CHAPTERS=\"02 03\"  on a TPU: run chapters, record them in tests/tpu_record.json"
 	@echo "make bench   run the Part II training benchmark"
 	@echo "make bench-gpt  run chapter 18's GPT-step benchmark"
 	@echo "make execute NB=notebooks/01_jax_numpy.ipynb   re-run one notebook in place"
@@ -97,6 +98,16 @@ test-isa: $(STAMP) data
 # chapter 1. About 3 minutes and a second .venv of ~7 GB in a temporary folder, removed after.
 test-tpu-vm: $(STAMP) data
 	$(BIN)/python tools/tpu_vm_walk.py
+
+# On a TPU (a TPU VM set up by tools/tpu_vm_install.sh): run chapters, each in a process of
+# its own (one process holds the chip), and put the runs into tests/tpu_record.json, which
+# tests/test_tpu_record.py checks (README, "Testing on a TPU"). CHAPTERS="02 03" (all by
+# default); TPU_BUDGET=540 starts no chapter that no longer fits in that many seconds.
+TPU_OUT ?= _build/tpu
+tpu-run: $(STAMP) data
+	$(BIN)/python tools/tpu_run.py --out $(TPU_OUT) $(if $(TPU_BUDGET),--budget $(TPU_BUDGET)) $(CHAPTERS)
+	$(BIN)/python tools/tpu_record.py merge $(TPU_OUT)/tpu_bundle.json
+	$(BIN)/python tools/tpu_record.py summary
 
 # Mutation testing: each planted fault of tests/mutants/NN_name.json is applied to a fresh
 # copy of its chapter, whose nbval test (or, for prose, the prose-number check) must then

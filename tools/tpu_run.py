@@ -211,6 +211,7 @@ def run_chapter(notebook_path: Path, out_path: Path, standin: str) -> None:
     shutil.copy(notebook_path, folder / notebook_path.name)
     os.chdir(folder)
     os.environ.setdefault("IPYTHONDIR", str(folder / ".ipython"))
+    os.environ.setdefault("MPLCONFIGDIR", str(folder / ".matplotlib"))
     sys.argv = [notebook_path.name]
     if standin:
         sys.path.insert(0, str(STANDINS))
