@@ -14,7 +14,9 @@ tools/tpu_record.py's `check_chapter`; the tests below it show each rule failing
 import copy
 import datetime as dt
 import json
+import os
 import shutil
+import subprocess
 import sys
 import warnings
 
@@ -225,3 +227,39 @@ def test_merge_stale_and_summary(tmp_path, monkeypatch, capsys):
     bundle.write_text(json.dumps({"chapters": {path.name: rerun}}))
     tpu_record.merge(bundle, record_path)
     assert "stale" not in tpu_record.load(record_path)["chapters"][path.name]
+
+
+def test_the_runner_records_every_cell_and_goes_on_after_an_error(tmp_path):
+    """tools/tpu_run.py on a small notebook, here on the CPU (what it writes, not a TPU)."""
+    cells = [
+        {"cell_type": "code", "id": "print", "metadata": {},
+         "source": "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)"},
+        {"cell_type": "code", "id": "write", "metadata": {},
+         "source": "%%writefile helper.py\nVALUE = 41\n"},
+        {"cell_type": "code", "id": "fails", "metadata": {},
+         "source": "from helper import VALUE\nassert VALUE == 42, f'VALUE is {VALUE}'"},
+        {"cell_type": "code", "id": "value", "metadata": {},
+         "source": "import os\nVALUE + 1, os.environ['MPLBACKEND'], os.getcwd() != HERE"},
+    ]
+    path = fake_notebook(tmp_path, cells)
+    cells[3]["source"] = cells[3]["source"].replace("HERE", repr(str(tmp_path)))
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4,
+                                "nbformat_minor": 5}))
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tools" / "tpu_run.py"), "--out", str(out), "--stand-in",
+         "never", "--data", str(tmp_path), str(path)],
+        env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    bundle = json.loads((out / "tpu_bundle.json").read_text())
+    entry = bundle["chapters"][path.name]
+    assert entry["code_sha256"] == tpu_record.notebook_hash(path)
+    assert [cell["status"] for cell in entry["cells"]] == ["ok", "ok", "error", "ok"]
+    assert entry["cells"][0]["output"] == "to stdout\nto stderr\n"
+    assert entry["error_cells"] == 1 and entry["finished"] and entry["device_kind"] == "cpu"
+    error = entry["cells"][2]["error"]
+    assert error["ename"] == "AssertionError" and error["evalue"] == "VALUE is 41"
+    assert "(42, 'Agg', True)" in entry["cells"][3]["output"]
+    problems = tpu_record.check_chapter(path, bundle)["problems"]
+    assert any("not a TPU" in problem for problem in problems)
+    assert any("1 error cell(s)" in problem and "(fails)" in problem for problem in problems)

@@ -213,6 +213,9 @@ def run_chapter(notebook_path: Path, out_path: Path, standin: str) -> None:
     os.environ.setdefault("IPYTHONDIR", str(folder / ".ipython"))
     os.environ.setdefault("MPLCONFIGDIR", str(folder / ".matplotlib"))
     sys.argv = [notebook_path.name]
+    # As in a Jupyter kernel: the working folder first (a chapter imports the files it
+    # writes), and not this script's folder.
+    sys.path[:] = [""] + [p for p in sys.path if p and Path(p).resolve() != TOOLS]
     if standin:
         sys.path.insert(0, str(STANDINS))
     entry = {
@@ -335,7 +338,7 @@ def main(argv: list[str]) -> int:
                         help="JAXBOOK_DATA (MNIST/raw, tinyshakespeare); by default the "
                         "environment's, else ./data")
     parser.add_argument("--stand-in", choices=("auto", "always", "never"), default="auto")
-    parser.add_argument("--guess", type=float, default=90.0,
+    parser.add_argument("--guess", type=float, default=60.0,
                         help="expected seconds of a chapter with no recorded run")
     parser.add_argument("--start-cost", type=float, default=20.0,
                         help="seconds a chapter process needs before its first cell")
@@ -418,6 +421,13 @@ def main(argv: list[str]) -> int:
         entry["process_seconds"] = round(time.monotonic() - started, 2)
         if timed_out:
             entry["timed_out"] = True
+            notebook = json.loads(path.read_text())
+            code = [cell for cell in notebook["cells"] if cell.get("cell_type") == "code"]
+            if len(entry["cells"]) < len(code):  # the cell that was running when stopped
+                cell = code[len(entry["cells"])]
+                entry["cells"].append({"index": len(entry["cells"]) + 1, "id": cell.get("id"),
+                                       "status": "timed out", "seconds": None, "output": ""})
+                entry["error_cells"] = sum(c["status"] != "ok" for c in entry["cells"])
         if process.returncode and not timed_out:
             entry["exit_status"] = process.returncode
         if not entry.get("finished"):
