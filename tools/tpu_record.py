@@ -152,8 +152,9 @@ def check_chapter(path: Path, record: dict, today: dt.date | None = None) -> dic
     elif errors:
         problems.append(f"{path.name}: {len(errors)} error cell(s) on the TPU:\n  "
                         + "\n  ".join(described))
-    if entry.get("timed_out"):
-        problems.append(f"{path.name}: its TPU run was stopped before the end (timed out)")
+    if entry.get("timed_out") or entry.get("unfinished"):
+        problems.append(f"{path.name}: its TPU run did not reach the end "
+                        f"({entry.get('unfinished') or 'timed out'})")
     return result
 
 

@@ -44,6 +44,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from pathlib import Path
@@ -356,7 +357,12 @@ def main(argv: list[str]) -> int:
     if args.child:
         run_chapter(args.child, args.child_out, args.child_standin)
         sys.stdout.flush()
-        os._exit(0)  # threads a chapter left running (checkpointers, loaders) must not hang it
+        # A normal exit (JAX releases the chip), but threads a chapter left running
+        # (checkpointers, loaders) must not hang it: after 30 s it ends regardless.
+        watchdog = threading.Timer(30, os._exit, [0])
+        watchdog.daemon = True
+        watchdog.start()
+        return 0
 
     begin = time.monotonic()
     paths = ([ROOT / "notebooks" / tpu_record.chapter_name(c) if not Path(c).is_file()
@@ -421,18 +427,19 @@ def main(argv: list[str]) -> int:
         entry["process_seconds"] = round(time.monotonic() - started, 2)
         if timed_out:
             entry["timed_out"] = True
-            notebook = json.loads(path.read_text())
-            code = [cell for cell in notebook["cells"] if cell.get("cell_type") == "code"]
-            if len(entry["cells"]) < len(code):  # the cell that was running when stopped
-                cell = code[len(entry["cells"])]
-                entry["cells"].append({"index": len(entry["cells"]) + 1, "id": cell.get("id"),
-                                       "status": "timed out", "seconds": None, "output": ""})
-                entry["error_cells"] = sum(c["status"] != "ok" for c in entry["cells"])
         if process.returncode and not timed_out:
             entry["exit_status"] = process.returncode
         if not entry.get("finished"):
             entry["unfinished"] = ("stopped at the budget" if timed_out else
                                    f"the chapter process ended with status {process.returncode}")
+            notebook = json.loads(path.read_text())
+            code = [cell for cell in notebook["cells"] if cell.get("cell_type") == "code"]
+            if len(entry["cells"]) < len(code):  # the cell that was running then
+                cell = code[len(entry["cells"])]
+                entry["cells"].append({"index": len(entry["cells"]) + 1, "id": cell.get("id"),
+                                       "status": "timed out" if timed_out else "process died",
+                                       "seconds": None, "output": ""})
+                entry["error_cells"] = sum(c["status"] != "ok" for c in entry["cells"])
         bundle["chapters"][name] = entry
         write_json(bundle_path, bundle)
         print(f"{name}: {entry.get('error_cells', '?')} error cells of {len(entry['cells'])}, "
