@@ -111,6 +111,11 @@ class Sink:
     def isatty(self) -> bool:
         return False
 
+    def close(self) -> None:  # a logging handler may hold this stream until the exit
+        pass
+
+    closed = False
+
     def writable(self) -> bool:
         return True
 
@@ -162,7 +167,12 @@ def ipython_runner(parts: list, errors: list):
     config = Config()
     config.HistoryManager.enabled = False
     shell = Shell.instance(config=config)
-    shell.colors = "nocolor" if version("ipython") and version("ipython") >= "9" else "NoColor"
+    for colors in ("nocolor", "NoColor"):  # IPython 9 spells it in lower case
+        try:
+            shell.colors = colors
+            break
+        except Exception:  # noqa: BLE001, S112 - ANSI codes are stripped anyway
+            continue
 
     def run(source: str) -> bool:
         result = shell.run_cell(source, store_history=True)

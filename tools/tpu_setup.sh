@@ -7,7 +7,8 @@
 # PYTHONPATH so that the machine's own JAX stays first:
 #   1. from the machine's index: what the chapters import (flax, optax, orbax-checkpoint,
 #      tensorstore, matplotlib, ipython, tqdm, rich, ...), resolved against the machine's
-#      jax and jaxlib versions (a constraint), so pip picks versions that fit them;
+#      jax and jaxlib versions (a constraint; without it if that fails), so pip picks
+#      versions that fit them;
 #   2. torch, the CPU build, from the wheel folder (JAXBOOK_TPU_TORCH=0 skips it: only
 #      chapters 0, 7 to 10, 12 and 14 need it);
 #   3. the wheels that tools/tpu_prepare.sh downloaded into .whl-tpu/ on a machine with
@@ -49,7 +50,7 @@ jaxbook_tpu_setup() {
     local constraints=$site/.constraints.txt
     "$py" - > "$constraints" <<'EOF'
 import importlib.metadata as m
-for name in ("jax", "jaxlib", "numpy", "scipy", "ml_dtypes"):
+for name in ("jax", "jaxlib"):
     try:
         print(f"{name}=={m.version(name)}")
     except m.PackageNotFoundError:
@@ -58,12 +59,15 @@ EOF
     echo "tpu_setup: the machine has $(tr '\n' ' ' < "$constraints")"
     echo "tpu_setup: installing from $index: ${packages[*]}"
     if ! "${pipi[@]}" --index-url "$index" -c "$constraints" "${packages[@]}"; then
-      echo "tpu_setup: FAILED as one install (constrained to the machine's versions above);"
-      echo "tpu_setup: one package at a time, without the constraint"
-      local name
-      for name in "${packages[@]}"; do
-        "${pipi[@]}" --index-url "$index" "$name" || echo "tpu_setup: FAILED: $name"
-      done
+      echo "tpu_setup: FAILED as one install constrained to the machine's versions above;"
+      echo "tpu_setup: again without the constraint"
+      if ! "${pipi[@]}" --index-url "$index" "${packages[@]}"; then
+        echo "tpu_setup: FAILED again; one package at a time"
+        local name
+        for name in "${packages[@]}"; do
+          "${pipi[@]}" --index-url "$index" "$name" || echo "tpu_setup: FAILED: $name"
+        done
+      fi
     fi
     if [ "${JAXBOOK_TPU_TORCH:-1}" != 0 ]; then
       echo "tpu_setup: installing torch (CPU build) from $wheels"
