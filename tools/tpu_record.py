@@ -3,6 +3,8 @@
 Usage:
   python3 tools/tpu_record.py merge BUNDLE.json [--record tests/tpu_record.json]
   python3 tools/tpu_record.py stale 07 --reason "no device was lent" [--date 2026-12-06]
+  python3 tools/tpu_record.py open 02 --reason "float32 check_grads on the chip, issue 40"
+  python3 tools/tpu_record.py open 02 --remove
   python3 tools/tpu_record.py summary      # a markdown table of the record
   python3 tools/tpu_record.py check        # what tests/test_tpu_record.py checks, as text
 
@@ -212,10 +214,12 @@ def summary(record_path: Path = RECORD) -> str:
         errors = error_cells(entry)
         socket_errors = sum(cell.get("id") in sockets for cell in errors)
         count = f"{len(errors)}" + (f" ({socket_errors} needs-sockets)" if socket_errors else "")
-        versions = " / ".join(str(entry.get(key, "?")) for key in ("jax", "jaxlib", "libtpu"))
+        ran = "cells" in entry
+        versions = " / ".join(str(entry.get(key)) for key in ("jax", "jaxlib", "libtpu"))
+        seconds = f"{entry.get('seconds', 0):.0f}" if ran else "-"
         lines.append(f"| {path.stem} | {entry.get('date', '-')} | {entry.get('device_kind', '-')}"
-                     f" | {versions} | {entry.get('seconds', 0):.0f} | "
-                     f"{count if 'cells' in entry else '-'} | {'; '.join(notes)} |")
+                     f" | {versions if ran else '-'} | {seconds} | "
+                     f"{count if ran else '-'} | {'; '.join(notes)} |")
     return "\n".join(lines)
 
 
@@ -229,6 +233,10 @@ def main(argv: list[str]) -> int:
     stale_cmd.add_argument("chapter")
     stale_cmd.add_argument("--reason", required=True, choices=STALE_REASONS)
     stale_cmd.add_argument("--date", help="YYYY-MM-DD, today (UTC) unless given")
+    open_cmd = commands.add_parser("open", help="list a chapter in open_errors, or --remove")
+    open_cmd.add_argument("chapter")
+    open_cmd.add_argument("--reason", help="why it still fails on the TPU, naming its issue")
+    open_cmd.add_argument("--remove", action="store_true")
     commands.add_parser("summary", help="print a markdown table of the record")
     commands.add_parser("check", help="print what tests/test_tpu_record.py checks")
     args = parser.parse_args(argv)
@@ -236,6 +244,17 @@ def main(argv: list[str]) -> int:
         merge(args.bundle, args.record)
     elif args.command == "stale":
         mark_stale(args.chapter, args.reason, args.date, args.record)
+    elif args.command == "open":
+        record = load(args.record)
+        name = chapter_name(args.chapter)
+        if args.remove:
+            record["open_errors"].pop(name, None)
+        elif not args.reason or "issue" not in args.reason:
+            raise SystemExit("--reason must say why and name the issue (\"..., issue 40\")")
+        else:
+            record["open_errors"][name] = args.reason
+        save(record, args.record)
+        print(f"{name}: {'removed from' if args.remove else 'listed in'} open_errors")
     elif args.command == "summary":
         print(summary(args.record))
     else:
