@@ -125,6 +125,13 @@ def test_the_terminology_table_is_there_and_its_patterns_compile():
         ("Spot 虚拟机\nSpot VM", False),
         ("[Manage TPU Spot VMs](https://cloud.google.com)", False),
         ("没有批次维的矩阵乘积", True), ("批次维度", False),
+        # #43: dispatch is 分派; a decrease is not written as a multiple (the originals from
+        # ch18, c19-hbm-text and c19-summary are the negative controls)
+        ("JAX 是异步派发的", True), ("JAX 是异步分派的", False),
+        ("内核搬运 0.67 GB，少 6.4 倍。", True), ("前者是后者的 6.4 倍", False),
+        ("内核搬运的字节数比分数路径少好几倍", True), ("字节数减少 3 倍", True),
+        ("少了两倍", True), ("只有前者的 1/6.4", False), ("加速到至少 1.5 倍", False),
+        ("多少倍", False), ("分数路径搬运的字节数是内核的好几倍", False),
     ],
 )
 def test_the_patterns_flag_what_they_should(text, flagged):
