@@ -132,6 +132,13 @@ def test_the_terminology_table_is_there_and_its_patterns_compile():
         ("内核搬运的字节数比分数路径少好几倍", True), ("字节数减少 3 倍", True),
         ("少了两倍", True), ("只有前者的 1/6.4", False), ("加速到至少 1.5 倍", False),
         ("多少倍", False), ("分数路径搬运的字节数是内核的好几倍", False),
+        # #43: pass, combiner, 10 亿参数, token, attention scores (originals from ch16 and ch18)
+        ("XLA 的 all-reduce 合并遍把它们打包", True), ("XLA 的 all-reduce 合并器把它们打包", False),
+        ("XLA 的重组遍会做到的", True), ("XLA 的优化遍", True), ("一个优化 pass", False),
+        ("矩阵单元做一遍还是几遍", False), ("对 1B 模型，公式", True), ("## 1B 参数模型", True),
+        ("对 10 亿参数模型", False), ("对每个 token 在前向传播中", True),
+        ("写成 `table.at[tokens].get()`", False), ("lab?token=...", False),
+        ("$T \\times T$ 得分的两次矩阵乘法", True), ("注意力得分", True), ("10 个类别得分", False),
     ],
 )
 def test_the_patterns_flag_what_they_should(text, flagged):
