@@ -1,11 +1,13 @@
-"""Other device counts: chapters 12, 13 and 16 run with 1 and with 4 devices.
+"""Other device counts: chapters 12, 13 and 16 run with 1, 2 and 4 devices.
 
 The stored outputs come from 8 simulated CPU devices, the default on a machine without an
-accelerator. A single-chip runtime (Colab's TPU v5e-1) has one device and a TPU v4-8 has
-four, so each chapter is executed here with JAX_NUM_CPU_DEVICES=1 and =4, JAX's own
-variable for the CPU device count, which these chapters' first JAX cells read. Every cell
-must run without an error (asserts included); the outputs are not compared with the
-8-device ones. Chapters 12 and 16 must also report the device count they were given.
+accelerator. A single-chip runtime (Colab's TPU v5e-1) has one device, a TPU v4-8 has
+four, and two is the fewest that split anything (where a saving that grows with the
+device count, such as chapter 16's sequence parallelism's, is smallest), so each chapter
+is executed here with JAX_NUM_CPU_DEVICES=1, =2 and =4, JAX's own variable for the CPU
+device count, which these chapters' first JAX cells read. Every cell must run without an
+error (asserts included); the outputs are not compared with the 8-device ones. Chapters
+12 and 16 must also report the device count they were given.
 
 Chapter 13's kernel never imports JAX: its two training processes are what use devices.
 The chapter passes JAX_NUM_CPU_DEVICES on to each process as its count of local devices
@@ -37,7 +39,7 @@ def execute_copy(name, tmp_path):
     return notebook
 
 
-@pytest.mark.parametrize("num_devices", [1, 4])
+@pytest.mark.parametrize("num_devices", [1, 2, 4])
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_runs_on_fewer_devices(name, num_devices, tmp_path, monkeypatch):
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", str(num_devices))
