@@ -170,3 +170,47 @@ def test_a_chinese_number_that_no_output_holds_fails_the_prose_check():
     flagged = [(n["cell"], n["written"])
                for n in prose_numbers.check_notebook(chinese, name, "zh", None, bindings)]
     assert flagged == [("inserted", "1.8 个百分点")], flagged
+
+
+# --- quotation marks: Chinese prose quotes with “…”, half-width "…" only in code ----------
+
+NOT_PROSE = re.compile(
+    r"```.*?```"             # fenced code and MyST directives
+    r"|`[^`\n]*`"            # code spans (and a role's argument)
+    r"|\$\$.*?\$\$|\$[^$\n]*\$"  # maths
+    r"|<[^>\n]*>"            # HTML tags and their attributes
+    r"|\]\([^)\n]*\)",       # a link's target (and title)
+    re.S)
+
+
+def half_width_quotes(text: str) -> list[str]:
+    """Each half-width double quote in the prose of a zh text, with the text around it."""
+    prose = NOT_PROSE.sub(" ", text)
+    return [prose[max(0, m.start() - 20):m.end() + 20].replace("\n", " ")
+            for m in re.finditer('"', prose)]
+
+
+def zh_prose():
+    for page in sorted((ZH / "book").glob("*.md")):
+        yield page.relative_to(ROOT).as_posix(), page.read_text(encoding="utf-8")
+    for path in sorted((ZH / "notebooks").glob("*.ipynb")):
+        for cell in load(path)["cells"]:
+            if cell["cell_type"] == "markdown":
+                yield f"{path.name} id={cell.get('id')}", zh_sync.source_text(cell)
+
+
+def test_chinese_prose_uses_full_width_quotes():
+    found = [f"{where}: …{quote}…"
+             for where, text in zh_prose() for quote in half_width_quotes(text)]
+    assert not found, "half-width quotes in Chinese prose (write “…”):\n" + "\n".join(found)
+
+
+def test_negative_control_half_width_quotes():
+    # c11 d5a81f34 before #43: an English message quoted with half-width quotes
+    original = ('它就会在第一个 JAX 操作处失败，报错 '
+                '"TPU is already in use by process with pid …"。')
+    assert half_width_quotes(original)
+    assert not half_width_quotes(original.replace('"', "“", 1).replace('"', "”", 1))
+    # code, maths, HTML and link targets keep their quotes
+    assert not half_width_quotes('写成 `print("x")`，或 $"a"$，<img alt="x">，'
+                                 '[文档](https://a.b "标题")。\n```python\nprint("x")\n```')

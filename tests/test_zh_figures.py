@@ -30,14 +30,7 @@ OPENING = "（图中："
 PAIR = re.compile(r"([A-Za-z][^=，；、\u4e00-\u9fff]*?)\s+=\s+(?=[\u4e00-\u9fff`])")
 
 # (notebook, cell id): why its figure has no 图中 gloss yet.
-PENDING = {
-    ("16_sharding_transformer.ipynb", "c16-scan-table"):
-        "chapter 16's text names the axes in prose; its gloss comes with the chapter 16 edits",
-    ("16_sharding_transformer.ipynb", "c16-figure"):
-        "chapter 16's text names the axes in prose; its gloss comes with the chapter 16 edits",
-    ("16_sharding_transformer.ipynb", "c16-sweep"):
-        "chapter 16's text names the axes in prose; its gloss comes with the chapter 16 edits",
-}
+PENDING: dict[tuple[str, str], str] = {}
 
 
 def has_image(cell) -> bool:
