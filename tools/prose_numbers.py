@@ -1000,16 +1000,34 @@ def _by_cell(numbers: list[dict]) -> dict[str, list[dict]]:
     return cells
 
 
-def bind_notebook(notebook: dict, allowed: dict, twin: dict | None = None) -> dict:
+def bind_notebook(notebook: dict, allowed: dict, twin: dict | None = None,
+                  previous: dict | None = None) -> dict:
     """The bindings of a notebook's prose numbers, {markdown cell id: [binding, ...]} in the
     order of the numbers in the cell. `twin`: the English notebook's bindings, for the
-    Chinese twin, whose numbers are bound as the English cell's with the same value."""
+    Chinese twin, whose numbers are bound as the English cell's with the same value.
+    `previous`: this edition's committed bindings; an entry there with a "pin" (a person's
+    reason for a source the heuristic would not choose) keeps its source, for the same
+    number written the same way in the same cell."""
     cells = {cell.get("id"): cell for cell in notebook["cells"]}
     result = {}
     for cell_id, numbers in _by_cell(prose_numbers(notebook)).items():
         entries, used = [], set()
+        pins = [e for e in (previous or {}).get(cell_id, []) if e.get("pin")]
         for number in numbers:
             entry = {"n": number["written"]}
+            pin = next((e for e in pins if e["n"] == number["written"]), None)
+            if pin is not None:  # a source named by a person: kept as it is
+                pins.remove(pin)
+                entry.update({k: pin[k] for k in ("at", "allowed", "pin") if k in pin})
+                vocab = (vocabulary(cells[pin["at"]["cell"]], "code" in pin["at"])
+                         if "at" in pin and pin["at"]["cell"] in cells else set())
+                entry["labels"], entry["direction"] = _context(number, vocab)
+                entry["value"], entry["unit"] = number["value"], number["unit"]
+                for key in ("bound", "scale", "at_scale"):
+                    if key in pin:
+                        entry[key] = pin[key]
+                entries.append(entry)
+                continue
             english = [(k, b) for k, b in enumerate((twin or {}).get(cell_id, []))
                        if "unbound" not in b and _same_number(number, b)]
             english.sort(key=lambda item: item[0] in used)
@@ -1242,13 +1260,15 @@ def bind(paths: list[Path], bindings_path: Path = BINDINGS_PATH) -> dict:
     bindings = load_bindings(bindings_path)
     for path in paths:
         name = Path(path).name
+        committed = bindings.get(name, {})
         english = bind_notebook(json.loads((NOTEBOOK_DIR / name).read_text(encoding="utf-8")),
-                                allowed.get(name, {}))
+                                allowed.get(name, {}), previous=committed.get("en"))
         bindings[name] = {"en": english}
         if twin_path(name).exists():
             chinese = records(json.loads(twin_path(name).read_text(encoding="utf-8")),
                               json.loads((NOTEBOOK_DIR / name).read_text(encoding="utf-8")))
-            bindings[name]["zh"] = bind_notebook(chinese, allowed.get(name, {}), english)
+            bindings[name]["zh"] = bind_notebook(chinese, allowed.get(name, {}), english,
+                                                 previous=committed.get("zh"))
     bindings_path.write_text(dump_bindings(bindings), encoding="utf-8")
     return bindings
 
