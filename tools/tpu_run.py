@@ -54,7 +54,7 @@ ROOT = TOOLS.parent
 STANDINS = TOOLS / "tpu_standins"
 BUNDLE_NAME = "tpu_bundle.json"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
-KEEP = 1500  # characters of printed text kept per cell: the head and the tail
+KEEP = 4000  # characters of printed text kept per cell: the head and the tail
 sys.path.insert(0, str(TOOLS))
 import tpu_record  # noqa: E402
 
