@@ -269,3 +269,40 @@ def test_bind_is_deterministic():
     notebook = with_sentence(chapter_8(), SENTENCE)
     assert prose_numbers.dump_bindings(bound(notebook)) == prose_numbers.dump_bindings(
         bound(copy.deepcopy(notebook)))
+
+
+def test_a_fresh_bind_reproduces_the_committed_bindings(tmp_path):
+    """`--bind` from scratch gives the committed file: no binding was edited by hand. A
+    source the heuristic would not choose is named by a person as a "pin" (its reason),
+    which a fresh bind keeps for the same number in the same cell."""
+    committed = tmp_path / "prose_bindings.json"
+    committed.write_text(prose_numbers.BINDINGS_PATH.read_text(encoding="utf-8"),
+                         encoding="utf-8")
+    before = json.loads(committed.read_text(encoding="utf-8"))
+    fresh = prose_numbers.bind(all_notebooks(), committed)
+    differ = [f"{name} {edition} cell {cell}: committed {before[name][edition].get(cell)}, "
+              f"fresh {entries}"
+              for name in fresh for edition in fresh[name]
+              for cell, entries in fresh[name][edition].items()
+              if before.get(name, {}).get(edition, {}).get(cell) != entries]
+    differ += [f"{name} {edition} cell {cell}: committed, not bound afresh"
+               for name in before for edition in before[name]
+               for cell in before[name][edition]
+               if cell not in fresh.get(name, {}).get(edition, {})]
+    assert not differ, "\n".join(differ[:10])
+
+
+def test_a_pin_keeps_its_source_and_a_fresh_bind_without_it_does_not():
+    """Negative control: chapter 18's "one second" is the budget of its timing helper; the
+    heuristic alone binds it to the loader's download timeout, so only the pin keeps it."""
+    name = "18_reading_a_profile.ipynb"
+    notebook = json.loads((ROOT / "notebooks" / name).read_text(encoding="utf-8"))
+    allowed = prose_numbers.load_allowed().get(name, {})
+    committed = prose_numbers.load_bindings()[name]["en"]
+    [pinned] = [e for e in committed["c18-peak-md"] if e["n"] == "one second"]
+    assert pinned.get("pin") and pinned["at"]["cell"] == "c18-peak"
+    kept = prose_numbers.bind_notebook(notebook, allowed, previous=committed)
+    assert [e for e in kept["c18-peak-md"] if e["n"] == "one second"][0]["at"] == pinned["at"]
+    unpinned = prose_numbers.bind_notebook(notebook, allowed)
+    assert [e for e in unpinned["c18-peak-md"]
+            if e["n"] == "one second"][0]["at"]["cell"] != "c18-peak"
