@@ -28,11 +28,11 @@ help:
 	@echo "make execute NB=notebooks/01_jax_numpy.ipynb   re-run one notebook in place"
 	@echo "make clean   remove the build, the venv and the data copy"
 
-# .venv needs Python >= 3.12 (jax 0.12): tools/find_python.sh finds or installs one, and an
+# .venv needs Python >= 3.12 (jax 0.12): dev/find_python.sh finds or installs one, and an
 # older .venv is replaced.
 $(STAMP): requirements.txt
 	@if ! $(BIN)/python -c 'import sys; sys.exit(sys.version_info[:2] < (3, 12))' 2>/dev/null; then \
-	  PY=$$(bash tools/find_python.sh) && rm -rf $(VENV) && echo "creating $(VENV) with $$PY" \
+	  PY=$$(bash dev/find_python.sh) && rm -rf $(VENV) && echo "creating $(VENV) with $$PY" \
 	  && "$$PY" -m venv $(VENV); \
 	fi
 	$(BIN)/python -m pip install --quiet -r requirements.txt
@@ -71,17 +71,17 @@ book: $(STAMP)
 	rm -rf _build/html/zh && cp -r zh/_build/html _build/html/zh
 
 lint: $(STAMP)
-	$(BIN)/ruff check notebooks benchmarks tests tools book/_ext
+	$(BIN)/ruff check notebooks benchmarks tests tools dev book/_ext
 
 test: $(STAMP) data
-	bash tools/ensure_chromium.sh
+	bash dev/ensure_chromium.sh
 	$(BIN)/python -m pytest
 
 # Every chapter alone in an empty folder, with Colab's versions on Python 3.13
 # (requirements-colab.txt); any error cell fails. Outputs are not compared.
 test-compat: data
-	bash tools/compat_venv.sh
-	.venv-colab/bin/python tools/run_compat.py
+	bash dev/compat_venv.sh
+	.venv-colab/bin/python dev/run_compat.py
 
 # The chapters whose stored results depend on floating-point order, re-executed with XLA's
 # CPU code capped at another instruction set (SSE4_2 unless told: ISA=AVX) and compared
@@ -97,7 +97,7 @@ test-isa: $(STAMP) data
 # PATH (a uv shim hands over a local 3.12), jax[tpu] with libtpu, a Jupyter server that runs
 # chapter 1. About 3 minutes and a second .venv of ~7 GB in a temporary folder, removed after.
 test-tpu-vm: $(STAMP) data
-	$(BIN)/python tools/tpu_vm_walk.py
+	$(BIN)/python dev/tpu_vm_walk.py
 
 # On a TPU (a TPU VM set up by tools/tpu_vm_install.sh): run chapters, each in a process of
 # its own (one process holds the chip), and put the runs into tests/tpu_record.json, which
@@ -105,15 +105,15 @@ test-tpu-vm: $(STAMP) data
 # default); TPU_BUDGET=540 starts no chapter that no longer fits in that many seconds.
 TPU_OUT ?= _build/tpu
 tpu-run: $(STAMP) data
-	$(BIN)/python tools/tpu_run.py --out $(TPU_OUT) $(if $(TPU_BUDGET),--budget $(TPU_BUDGET)) $(CHAPTERS)
-	$(BIN)/python tools/tpu_record.py merge $(TPU_OUT)/tpu_bundle.json
-	$(BIN)/python tools/tpu_record.py summary
+	$(BIN)/python dev/tpu_run.py --out $(TPU_OUT) $(if $(TPU_BUDGET),--budget $(TPU_BUDGET)) $(CHAPTERS)
+	$(BIN)/python dev/tpu_record.py merge $(TPU_OUT)/tpu_bundle.json
+	$(BIN)/python dev/tpu_record.py summary
 
 # Mutation testing: each planted fault of tests/mutants/NN_name.json is applied to a fresh
 # copy of its chapter, whose nbval test (or, for prose, the prose-number check) must then
 # fail. MUTANTS_ARGS=--ci runs the CI subset, --chapter 08 one chapter, --only ID one fault.
 test-mutants: $(STAMP) data
-	$(BIN)/python tools/mutants.py $(MUTANTS_ARGS)
+	$(BIN)/python dev/mutants.py $(MUTANTS_ARGS)
 
 # The Part II benchmark (a measurement: exit code 0 whatever its targets say);
 # `make bench BENCH_ARGS=--check` exits 1 when a target is not met.
@@ -127,10 +127,10 @@ bench-gpt: $(STAMP) data
 
 # Re-run a notebook top to bottom in a fresh kernel and store its outputs.
 execute: $(STAMP) data
-	$(BIN)/python tools/execute_notebook.py $(NB)
+	$(BIN)/python dev/execute_notebook.py $(NB)
 
 execute-all: $(STAMP) data
-	$(BIN)/python tools/execute_notebook.py notebooks/*.ipynb
+	$(BIN)/python dev/execute_notebook.py notebooks/*.ipynb
 
 clean:
 	rm -rf _build zh/_build $(VENV) .venv-colab data notebooks/data .pytest_cache .ruff_cache

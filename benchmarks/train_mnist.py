@@ -64,7 +64,7 @@ from bench_targets import check_targets, first_reaching, format_targets, spread
 from matmul_peak import matmul_peak_gflops
 
 # The book's MNIST loader, from its one source (the chapters carry copies of the same file).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tools" / "snippets"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "dev" / "snippets"))
 from mnist_loader import load_mnist  # noqa: E402
 
 LAYER_SIZES = [784, 512, 512, 10]

@@ -58,7 +58,7 @@ of the offending numbers, followed by nbval's usual diff. Cells without tol tags
 compared by nbval unchanged. Figures are never compared (nbval skips image/png).
 
 The tolerances are measured, not guessed: see "How the tolerances were found" in
-CONTRIBUTING.md and tools/isa_spread.py.
+CONTRIBUTING.md and dev/isa_spread.py.
 """
 
 import copy

@@ -21,7 +21,7 @@ Screenshots of the landing page and of one chapter go to _build/screenshots/.
 
 The Chinese edition (_build/html/zh) gets the same checks, its Colab and Kaggle links open
 zh/notebooks/..., every page of both editions links to its twin in the other language,
-and a CJK font must be installed (tools/ensure_chromium.sh installs Noto CJK) so that the
+and a CJK font must be installed (dev/ensure_chromium.sh installs Noto CJK) so that the
 screenshot of a Chinese chapter shows characters, not empty boxes.
 """
 
@@ -60,7 +60,7 @@ PAGE_TIMEOUT_MS = 30_000
 
 
 def chromium_path() -> str | None:
-    """Debian's Chromium (installed by tools/ensure_chromium.sh), never a downloaded one."""
+    """Debian's Chromium (installed by dev/ensure_chromium.sh), never a downloaded one."""
     candidates = ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"))
     for candidate in candidates:
         if candidate and Path(candidate).exists():
@@ -125,7 +125,7 @@ def site_url(built_site):
 def browser():
     executable = chromium_path()
     if executable is None:
-        reason = "no Chromium: install Debian's chromium (tools/ensure_chromium.sh does)"
+        reason = "no Chromium: install Debian's chromium (dev/ensure_chromium.sh does)"
         if os.environ.get("CI"):
             pytest.fail(reason + "; in CI the browser test must run, not skip")
         pytest.skip(reason)
@@ -396,7 +396,7 @@ def test_chinese_pages_render_with_a_cjk_font(visit):
     """Chromium takes its fonts from fontconfig: without a CJK font, Chinese is boxes."""
     fonts = subprocess.run(["fc-list", ":lang=zh", "family"], capture_output=True, text=True)
     assert fonts.stdout.strip(), (
-        "no CJK font for Chromium (fc-list :lang=zh is empty): tools/ensure_chromium.sh "
+        "no CJK font for Chromium (fc-list :lang=zh is empty): dev/ensure_chromium.sh "
         "installs Debian's fonts-noto-cjk"
     )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ def test_ruff_is_clean():
     ruff = Path(sys.executable).parent / "ruff"
     folders = [
         name
-        for name in ("notebooks", "tests", "tools", "benchmarks", "book/_ext")
+        for name in ("notebooks", "tests", "tools", "dev", "benchmarks", "book/_ext")
         if (ROOT / name).exists()
     ]
     result = subprocess.run(

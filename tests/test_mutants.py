@@ -1,4 +1,4 @@
-"""The planted faults of tests/mutants/ (run by `make test-mutants`, tools/mutants.py) are
+"""The planted faults of tests/mutants/ (run by `make test-mutants`, dev/mutants.py) are
 well formed and still apply to the chapters as they are, so a changed chapter cannot quietly
 turn its faults into no-ops. Running them is `make test-mutants`; this only reads files.
 """
@@ -8,7 +8,7 @@ from collections import Counter
 
 from conftest import ROOT, all_notebooks
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "dev"))
 import mutants  # noqa: E402
 
 FAULTS = mutants.load_faults()

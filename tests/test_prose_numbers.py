@@ -8,7 +8,7 @@ the label and direction words beside it. The test fails when the prose no longer
 bound value as written (two figures swapped, a figure of another line), when a label or
 direction word beside it changed ("eager" for "jit", "faster" for "slower"), when a
 binding points to a line that is gone, or when a number has no binding and is not on the
-allow-list. `python tools/prose_numbers.py --bind NB` writes the bindings from the
+allow-list. `python dev/prose_numbers.py --bind NB` writes the bindings from the
 heuristic below (review the diff); `--rewrite NB` rewrites the numbers after re-execution.
 
 The heuristic, which proposes the bindings:
@@ -19,7 +19,7 @@ times faster") must appear, rounded as the prose rounds it and with its unit, in
 outputs of its own section, on an output line that carries its label (so swapped figures
 fail), or as a constant in the code, or be a fact on tests/prose_numbers_allowed.json with
 the reason it is one. A chapter re-executed without its prose updated fails here. The rules
-are in tools/prose_numbers.py's docstring; `python3 tools/prose_numbers.py NB` prints the
+are in dev/prose_numbers.py's docstring; `python3 dev/prose_numbers.py NB` prints the
 same report.
 """
 
@@ -31,7 +31,7 @@ import pytest
 
 from conftest import ROOT, all_notebooks
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "dev"))
 import prose_numbers  # noqa: E402
 
 ALLOWED = prose_numbers.load_allowed()
@@ -49,8 +49,8 @@ def test_prose_numbers_are_bound_to_the_stored_outputs(path):
     assert not offenders, (
         prose_numbers.report(path.name, offenders)
         + "\nchange the prose to what the stored outputs show (after re-executing: python "
-        "tools/prose_numbers.py --rewrite NB), or, if the prose is right and was edited on "
-        "purpose, rebind (python tools/prose_numbers.py --bind NB) and review the diff of "
+        "dev/prose_numbers.py --rewrite NB), or, if the prose is right and was edited on "
+        "purpose, rebind (python dev/prose_numbers.py --bind NB) and review the diff of "
         "tests/prose_bindings.json; a fact that is not a measurement of this run goes with "
         "its reason on tests/prose_numbers_allowed.json"
     )
@@ -59,7 +59,7 @@ def test_prose_numbers_are_bound_to_the_stored_outputs(path):
 def test_every_chapter_is_bound():
     for path in BOTH_EDITIONS:
         assert prose_numbers.edition_of(path) in BINDINGS.get(path.name, {}), (
-            f"{path}: no bindings; run python tools/prose_numbers.py --bind {path.name}"
+            f"{path}: no bindings; run python dev/prose_numbers.py --bind {path.name}"
         )
 
 

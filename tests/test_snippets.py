@@ -1,11 +1,11 @@
-"""Code that several chapters carry has one source (tools/snippets/), and every copy equals it."""
+"""Code that several chapters carry has one source (dev/snippets/), and every copy equals it."""
 
 import json
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "dev"))
 
 import sync_snippets  # noqa: E402
 
@@ -25,7 +25,7 @@ SHAKESPEARE_CHAPTERS = ["15_small_gpt.ipynb", "16_sharding_transformer.ipynb"]
 
 def test_every_copy_equals_its_source():
     found = sync_snippets.drift(sync_snippets.all_notebooks())
-    assert not found, "run python tools/sync_snippets.py: " + ", ".join(
+    assert not found, "run python dev/sync_snippets.py: " + ", ".join(
         f"{path.relative_to(ROOT)} cell {cell_id} ({name})" for path, cell_id, name in found
     )
 

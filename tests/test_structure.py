@@ -94,7 +94,7 @@ def test_first_cell_is_the_chapter_title(path):
 @pytest.mark.parametrize("path", NOTEBOOK_PARAMS)
 def test_no_imports_of_repository_code(path):
     """Each chapter must run alone in Colab, with nothing from this repository beside it."""
-    local_modules = {p.stem for p in ROOT.glob("*.py")} | {"tools", "tests", "benchmarks"}
+    local_modules = {p.stem for p in ROOT.glob("*.py")} | {"tools", "dev", "tests", "benchmarks"}
     for cell in code_cells(load(path)):
         for line in source(cell).splitlines():
             found = re.match(r"\s*(?:from|import)\s+([\w.]+)", line)

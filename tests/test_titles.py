@@ -4,7 +4,7 @@ In both editions the first cell of notebooks/NN_name.ipynb (zh/notebooks/ for th
 one) starts with "# N. Title". That title is the single source of truth: the table "The
 chapters" on the landing page (book/intro.md, zh/book/intro.md), the chapter lists of the
 part pages (book/part*.md, zh/book/part*.md: "N. *Title*: what it covers") and the labels
-of the Chinese chapter map (tools/make_chapter_map.py) must use it, word for word. The
+of the Chinese chapter map (dev/make_chapter_map.py) must use it, word for word. The
 sidebar needs no check: Jupyter Book takes each chapter's entry from its H1. A part page's
 own title must be its part's caption in the edition's _toc.yml.
 """
@@ -17,7 +17,7 @@ import yaml
 
 from conftest import ROOT, load, source
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "dev"))
 import make_chapter_map  # noqa: E402
 
 EDITIONS = {"en": ROOT, "zh": ROOT / "zh"}
@@ -91,7 +91,7 @@ def test_the_chinese_chapter_map_uses_the_chapter_titles():
     assert sorted(labels) == sorted(titles)
     wrong = [f"{number}: map {label!r}, H1 {titles[number]!r}"
              for number, label in labels.items() if words(label) != words(titles[number])]
-    assert not wrong, "tools/make_chapter_map.py, PARTS_ZH:\n" + "\n".join(wrong)
+    assert not wrong, "dev/make_chapter_map.py, PARTS_ZH:\n" + "\n".join(wrong)
     parts = yaml.safe_load(TOC["zh"].read_text())["parts"]
     captions = [part["caption"] for part in parts
                 if any(entry["file"].startswith("notebooks/") for entry in part["chapters"])]

@@ -14,7 +14,7 @@ format, `tpu_record: NN_name.ipynb cell <cell id>`:
   and JAX version.
 
 The test fails when such a number is not in the recorded output, rounded as the prose
-rounds it (tools/prose_numbers.py's rule: within half a unit of its last digit, in its
+rounds it (dev/prose_numbers.py's rule: within half a unit of its last digit, in its
 unit), in either edition; so a chapter re-run on a TPU whose figures moved fails until its
 prose is updated. The tests at the end show a wrong number caught, on a fake record.
 """
@@ -28,7 +28,7 @@ import pytest
 
 from conftest import ROOT, all_notebooks
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "dev"))
 import prose_numbers  # noqa: E402
 import tpu_record  # noqa: E402
 

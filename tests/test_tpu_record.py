@@ -1,14 +1,14 @@
 """Every chapter's last TPU run is on record, for the code the chapter has now (issue 40).
 
-tests/tpu_record.json holds, per notebook, its last run on a TPU (tools/tpu_run.py, merged
-with tools/tpu_record.py; README, "Testing on a TPU"). CI has no TPU, so it checks the
+tests/tpu_record.json holds, per notebook, its last run on a TPU (dev/tpu_run.py, merged
+with dev/tpu_record.py; README, "Testing on a TPU"). CI has no TPU, so it checks the
 record instead: a chapter fails when it has no record, when its code cells changed since
 that run (their hash differs), when the run was not on a TPU, or when a cell failed there.
 The escapes are visible: cells tagged `needs-sockets` (the lent TPU machine refuses sockets)
 may fail; a chapter marked `stale` with its date and a valid reason skips the hash check
 with a warning; a chapter in the record's `open_errors` may have error cells, reported as
 xfail, and fails once it has none (so that list only shrinks). The rules are
-tools/tpu_record.py's `check_chapter`; the tests below it show each rule failing on purpose.
+dev/tpu_record.py's `check_chapter`; the tests below it show each rule failing on purpose.
 """
 
 import copy
@@ -24,7 +24,7 @@ import pytest
 
 from conftest import ROOT, all_notebooks
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "dev"))
 import tpu_record  # noqa: E402
 
 NO_RECORD = ("tests/tpu_record.json does not exist yet, so NO chapter's TPU run is checked: "
@@ -230,7 +230,7 @@ def test_merge_stale_and_summary(tmp_path, monkeypatch, capsys):
 
 
 def test_the_runner_records_every_cell_and_goes_on_after_an_error(tmp_path):
-    """tools/tpu_run.py on a small notebook, here on the CPU (what it writes, not a TPU)."""
+    """dev/tpu_run.py on a small notebook, here on the CPU (what it writes, not a TPU)."""
     cells = [
         {"cell_type": "code", "id": "print", "metadata": {},
          "source": "import sys\nprint('to stdout')\nprint('to stderr', file=sys.stderr)"},
@@ -247,7 +247,7 @@ def test_the_runner_records_every_cell_and_goes_on_after_an_error(tmp_path):
                                 "nbformat_minor": 5}))
     out = tmp_path / "out"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "tpu_run.py"), "--out", str(out), "--stand-in",
+        [sys.executable, str(ROOT / "dev" / "tpu_run.py"), "--out", str(out), "--stand-in",
          "never", "--data", str(tmp_path), str(path)],
         env=dict(os.environ, JAX_PLATFORMS="cpu"), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr

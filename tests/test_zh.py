@@ -4,7 +4,7 @@ Each zh/notebooks/NN_name.ipynb is its English twin with the markdown translated
 cells (paired by cell id), the same code once comments are stripped, the same stored
 outputs. nbval re-executes only the English notebooks, so these checks are what make the
 Chinese pages tested too: an English chapter changed without its Chinese twin fails here.
-`python tools/zh_sync.py` brings the code and outputs across (see its docstring); a changed
+`python dev/zh_sync.py` brings the code and outputs across (see its docstring); a changed
 English paragraph is reported until its translation is updated and stamped.
 """
 
@@ -17,7 +17,7 @@ import yaml
 
 from conftest import NOTEBOOK_DIR, ROOT, load, toc_files
 
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "dev"))
 import zh_sync  # noqa: E402
 from test_zh_terms import comments  # noqa: E402  (the same comment reader as the terms test)
 
@@ -31,7 +31,7 @@ def test_every_chinese_notebook_matches_its_english_twin():
         f"{name}:\n" + "\n".join(f"  {line}" for line in found) for name, found in problems.items()
     )
     assert not problems, (
-        "the Chinese notebooks drifted from the English ones; run `python tools/zh_sync.py`, "
+        "the Chinese notebooks drifted from the English ones; run `python dev/zh_sync.py`, "
         "translate what it reports and stamp it (`--stamp NB`):\n" + report
     )
 
@@ -156,7 +156,7 @@ def test_the_comment_rule_flags_english_and_spares_markers(code, flagged):
 
 def test_a_chinese_number_that_no_output_holds_fails_the_prose_check():
     """#33: 10 [25] once added "低 1.8 个百分点", in neither the English twin nor any output."""
-    import prose_numbers  # tools/, on the path above
+    import prose_numbers  # dev/, on the path above
 
     name = "10_fast_tuned_recipe.ipynb"
     english = load(NOTEBOOK_DIR / name)

@@ -14,7 +14,7 @@ a TPU. `make test-tpu-vm` (and `.ci/run`) runs it.
    cells through the server's kernel API (REST to start a kernel, its websocket channel to
    run each cell), and fail on any error. Then shut the server down and remove the folder.
 
-    python tools/tpu_vm_walk.py [--python310 PATH] [--python312 PATH] [--chapter NB] [--keep]
+    python dev/tpu_vm_walk.py [--python310 PATH] [--python312 PATH] [--chapter NB] [--keep]
 """
 
 import argparse

@@ -5,11 +5,11 @@ translated. Code cells are the English code (full-line and trailing comments may
 translated) and carry the English stored outputs, so nbval on the English notebook
 verifies both editions. Cells are paired by their nbformat cell id.
 
-    python tools/zh_sync.py            rewrite every zh notebook from its English twin
-    python tools/zh_sync.py NB ...     rewrite only these (file names or paths)
-    python tools/zh_sync.py --check    only report drift; exit 1 if there is any
-    python tools/zh_sync.py --init NB  create zh/notebooks/NB from the English one
-                                       (markdown still English, to be translated)
+    python dev/zh_sync.py            rewrite every zh notebook from its English twin
+    python dev/zh_sync.py NB ...     rewrite only these (file names or paths)
+    python dev/zh_sync.py --check    only report drift; exit 1 if there is any
+    python dev/zh_sync.py --init NB  create zh/notebooks/NB from the English one
+                                     (markdown still English, to be translated)
 
 What a sync does, cell by cell, in the English order:
 - code cell: the English cell (source, outputs, execution count, metadata). The Chinese

@@ -1,6 +1,6 @@
 """Re-run notebooks top to bottom in a fresh kernel and store their outputs.
 
-Usage: python tools/execute_notebook.py notebooks/01_jax_numpy.ipynb [...]
+Usage: python dev/execute_notebook.py notebooks/01_jax_numpy.ipynb [...]
 
 This is how every committed output in the book is produced: one clean run,
 execution counts 1..N. The kernel's working directory is the notebook's folder,

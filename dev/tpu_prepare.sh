@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Prepare, on a machine that reaches PyPI, what the lent TPU machine (the `device` tool's
-# tpu-v5e: no network) lacks for tools/tpu_run.py, in two folders that git ignores and that
+# tpu-v5e: no network) lacks for dev/tpu_run.py, in two folders that git ignores and that
 # the device command names in `carry`:
 #   .whl-tpu/   wheels its own package index does not have (cp311, manylinux x86_64);
 #   .tpu-data/  MNIST (MNIST/raw/*.gz) and Tiny Shakespeare (tinyshakespeare/input.txt), laid
@@ -16,13 +16,13 @@
 #                       bounds; the machine's index gives flax 0.12.8 (seen in issue 40's run)
 #   portpicker 1.6.0    psutil; grain's only need that the machine's index lacks
 # Every other need (absl-py, cloudpickle, etils, protobuf, psutil, flax, opt_einsum) is in
-# the machine's index; tools/tpu_setup.sh installs them from there first and then only the
+# the machine's index; dev/tpu_setup.sh installs them from there first and then only the
 # carried wheels whose distribution is still missing.
 #
 # torchvision: the machine's torch is a CPU build (2.13.0+cpu, from /opt/wheels); PyPI's
 # torchvision wheels are built against PyPI's CUDA torch and fail at import beside it, and
 # PyTorch's own CPU index is out of reach from the book's machines. So the chapter processes
-# use tools/tpu_standins/torchvision (MNIST from the same files) where the real one does not
+# use dev/tpu_standins/torchvision (MNIST from the same files) where the real one does not
 # import; this script checks nothing about it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

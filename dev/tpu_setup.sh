@@ -1,4 +1,4 @@
-# Set up the lent TPU machine (the `device` tool's tpu-v5e) for tools/tpu_run.py.
+# Set up the lent TPU machine (the `device` tool's tpu-v5e) for dev/tpu_run.py.
 #
 # That machine is bare: Python 3.11 with JAX, jaxlib, libtpu, numpy and scipy in a folder
 # that PYTHONPATH names, no network, and a package index of its own on its disk
@@ -11,7 +11,7 @@
 #      versions that fit them;
 #   2. torch, the CPU build, from the wheel folder (JAXBOOK_TPU_TORCH=0 skips it: only
 #      chapters 0, 7 to 10, 12 and 14 need it);
-#   3. the wheels that tools/tpu_prepare.sh downloaded into .whl-tpu/ on a machine with
+#   3. the wheels that dev/tpu_prepare.sh downloaded into .whl-tpu/ on a machine with
 #      PyPI (grain, array-record, qwix, portpicker), --no-deps, each only where its
 #      distribution is not installed yet;
 #   4. removes any jax, jaxlib, numpy, scipy, ml_dtypes, opt_einsum or libtpu that pip put into the
@@ -21,8 +21,8 @@
 # the same (still warm) machine and it only prints the versions.
 #
 # Usage, from the repository root on that machine (sourced, so that PYTHONPATH stays set):
-#   . tools/tpu_setup.sh
-#   python3 tools/tpu_run.py --out "$OUT" --budget 540 02 03
+#   . dev/tpu_setup.sh
+#   python3 dev/tpu_run.py --out "$OUT" --budget 540 02 03
 # README, "Testing on a TPU", has the whole device command.
 
 jaxbook_tpu_setup() {
@@ -96,7 +96,7 @@ EOF
       # shellcheck disable=SC2086  # one path a word
       "${pipi[@]}" --no-index --no-deps $missing || echo "tpu_setup: FAILED: carried wheels"
     elif ! ls "$carried"/*.whl >/dev/null 2>&1; then
-      echo "tpu_setup: no $carried/*.whl (run tools/tpu_prepare.sh and carry .whl-tpu):" \
+      echo "tpu_setup: no $carried/*.whl (run dev/tpu_prepare.sh and carry .whl-tpu):" \
            "grain, array-record and qwix will be missing"
     fi
     # pip brings jax, jaxlib, numpy... along as dependencies: the machine's own stay, the
@@ -116,7 +116,7 @@ EOF
     *) export PYTHONPATH="${PYTHONPATH:+$PYTHONPATH:}$site" ;;
   esac
   # Versions, and what does not import. JAX_PLATFORMS=cpu: this process must not hold the
-  # chip (tools/tpu_run.py's chapter processes will).
+  # chip (dev/tpu_run.py's chapter processes will).
   JAX_PLATFORMS=cpu "$py" - <<'EOF'
 import importlib
 import importlib.metadata as m

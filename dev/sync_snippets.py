@@ -2,14 +2,14 @@
 
 A chapter runs alone in Colab, with nothing from this repository beside it, so code that
 several chapters need (the MNIST loader) is carried as a code cell in each of them. The
-source of each such cell is a file in tools/snippets/; a notebook's copy is the code cell
+source of each such cell is a file in dev/snippets/; a notebook's copy is the code cell
 that contains the snippet's marker line.
 
-    python tools/sync_snippets.py          rewrite every copy from its source
-    python tools/sync_snippets.py --check  only report copies that differ; exit 1 if any
+    python dev/sync_snippets.py          rewrite every copy from its source
+    python dev/sync_snippets.py --check  only report copies that differ; exit 1 if any
 
 tests/test_snippets.py runs the check. The Chinese notebooks get the English cells through
-tools/zh_sync.py, and the benchmark imports the source file instead of carrying a copy. A
+dev/zh_sync.py, and the benchmark imports the source file instead of carrying a copy. A
 Chinese copy may translate the snippet's comments: it must equal the source token for token
 with comments left out (zh_sync's rule), and a sync leaves such a copy alone.
 (The setup cell has its own rule: chapter 0's copy is the source, see tests/test_setup_cell.py.)
@@ -21,7 +21,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SNIPPET_DIR = ROOT / "tools" / "snippets"
+SNIPPET_DIR = ROOT / "dev" / "snippets"
 # snippet file -> the line that identifies a notebook's copy of it
 SNIPPETS = {
     "mnist_loader.py": "def load_mnist(",  # torchvision datasets (Parts II and III)
@@ -30,7 +30,7 @@ SNIPPETS = {
 }
 NOTEBOOK_DIRS = [ROOT / "notebooks", ROOT / "zh" / "notebooks"]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from zh_sync import same_code  # noqa: E402  (tools/, beside this file)
+from zh_sync import same_code  # noqa: E402  (dev/, beside this file)
 
 
 def source_text(cell):
@@ -101,7 +101,7 @@ def main():
     if args.check:
         found = drift(paths)
         for path, cell_id, name in found:
-            print(f"{path.relative_to(ROOT)}: cell {cell_id} differs from tools/snippets/{name}")
+            print(f"{path.relative_to(ROOT)}: cell {cell_id} differs from dev/snippets/{name}")
         sys.exit(1 if found else 0)
     for path in sync(paths):
         print("updated", path.relative_to(ROOT))

@@ -1,10 +1,10 @@
 """Measure the prose-number check on faults generated over every chapter's prose.
 
-    python3 tools/prose_faults.py [--old COMMIT] [--json PATH] [NOTEBOOK ...]
+    python3 dev/prose_faults.py [--old COMMIT] [--json PATH] [NOTEBOOK ...]
 
 For each chapter (default: every notebooks/*.ipynb) and its Chinese twin, this plants one
 fault at a time in an in-memory copy of one markdown cell and asks two checkers whether
-they see it: the binding check of tools/prose_numbers.py (against tests/prose_bindings.json)
+they see it: the binding check of dev/prose_numbers.py (against tests/prose_bindings.json)
 and the line-label heuristic alone as it stood at COMMIT (default 6172b3e, the last commit
 before the bindings; read with `git show`). A fault is caught when the checker reports a
 number of the mutated chapter that it does not report for the chapter as it is.
@@ -41,7 +41,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "dev"))
 import prose_numbers as P  # noqa: E402
 
 FAULTS = ("swap-sentence", "swap-paragraph", "relabel", "direction", "replace")
@@ -50,8 +50,14 @@ TRUE = ("reround", "reword")
 
 def load_old(commit: str):
     """The prose-number checker as it stood at `commit`, as a module."""
-    text = subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:tools/prose_numbers.py"],
-                          check=True, capture_output=True, text=True).stdout
+    for where in ("dev", "tools"):  # tools/ before the maintenance tools moved to dev/
+        shown = subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{where}/prose_numbers.py"],
+            capture_output=True, text=True)
+        if shown.returncode == 0:
+            break
+    shown.check_returncode()
+    text = shown.stdout
     folder = Path(tempfile.mkdtemp(prefix="old-prose-"))
     path = folder / "old_prose_numbers.py"
     path.write_text(text.replace("ROOT = Path(__file__).resolve().parent.parent",

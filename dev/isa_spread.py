@@ -4,10 +4,10 @@ XLA's CPU code depends on the instruction set it targets, and so does the roundi
 long floating-point computations. `XLA_FLAGS=--xla_cpu_max_isa=...` caps it on one
 machine, which shows on one machine what other readers' CPUs would print.
 
-    python tools/isa_spread.py run notebooks/07_mlp_from_scratch.ipynb [--isa SSE4_2 AVX]
+    python dev/isa_spread.py run notebooks/07_mlp_from_scratch.ipynb [--isa SSE4_2 AVX]
         executes each notebook once per instruction set (never in place) into
         _build/isa/<ISA>/<name>.ipynb; "native" means no cap.
-    python tools/isa_spread.py report notebooks/07_mlp_from_scratch.ipynb [...]
+    python dev/isa_spread.py report notebooks/07_mlp_from_scratch.ipynb [...]
         compares every run found under _build/isa/ with the stored outputs, cell by cell:
         the largest change of a number with a fractional part (absolute and relative) and
         of a whole number, sign changes, whether the cell's tolerances

@@ -3,15 +3,15 @@
 
 Run from the repository root after changing a chapter list below:
 
-    .venv/bin/python tools/make_chapter_map.py            # both maps
-    .venv/bin/python tools/make_chapter_map.py --lang zh  # only the Chinese one
+    .venv/bin/python dev/make_chapter_map.py            # both maps
+    .venv/bin/python dev/make_chapter_map.py --lang zh  # only the Chinese one
 
 The PNGs are committed; neither the site build nor CI runs this script. The output is the
 same bytes on every run (no timestamps in the metadata).
 
 The English map uses matplotlib's default font (DejaVu Sans). The Chinese map needs a CJK
 font: Noto Sans CJK SC, from /usr/share/fonts/opentype/noto/NotoSansCJK-{Regular,Bold}.ttc
-(Debian/Ubuntu package fonts-noto-cjk, which tools/ensure_chromium.sh also installs for
+(Debian/Ubuntu package fonts-noto-cjk, which dev/ensure_chromium.sh also installs for
 the browser test). Its labels are the Chinese chapter titles (the H1 of each
 zh/notebooks/NN_*.ipynb) with line breaks added; tests/test_titles.py checks that they
 still match.

@@ -1,10 +1,10 @@
 """Execute chapters on a TPU (or any JAX backend) and write a record bundle.
 
 Usage:
-  python3 tools/tpu_run.py --out DIR [--budget SECONDS] [--data DIR] [CHAPTERS...]
+  python3 dev/tpu_run.py --out DIR [--budget SECONDS] [--data DIR] [CHAPTERS...]
 
 CHAPTERS are numbers (`02`, `7`), file names or paths; all of notebooks/ by default. Then
-`python3 tools/tpu_record.py merge DIR/tpu_bundle.json` puts the runs into
+`python3 dev/tpu_record.py merge DIR/tpu_bundle.json` puts the runs into
 tests/tpu_record.json, which `tests/test_tpu_record.py` checks (README, "Testing on a TPU").
 
 Each chapter runs in a process of its own, one after the other, since one process at a
@@ -16,7 +16,7 @@ A cell's error does not stop the chapter. Per cell it records the status, the se
 printed text (stdout, stderr and displayed text/plain, trimmed to its head and tail) and,
 for an error, its name, value and the last lines of its traceback; per chapter the JAX,
 jaxlib and libtpu versions, the backend, device kind and count, the date, the Python, the
-seconds, the hash of the code cells (tools/tpu_record.py's `code_hash`) and the stand-ins
+seconds, the hash of the code cells (dev/tpu_record.py's `code_hash`) and the stand-ins
 used. The bundle DIR/tpu_bundle.json is rewritten after every chapter, so a run that is cut
 short still returns what ran.
 
@@ -26,7 +26,7 @@ running when the budget ends is stopped and recorded with `timed_out` and the ce
 finished.
 
 torchvision: where it does not import (the lent TPU machine: its wheel does not load beside
-the CPU build of torch there), the chapter processes get tools/tpu_standins/ on sys.path, a
+the CPU build of torch there), the chapter processes get dev/tpu_standins/ on sys.path, a
 stand-in that reads the same MNIST files (see its docstring); a chapter that imported it
 lists it under `stand_ins`. `--stand-in always|never` overrides the check.
 """
@@ -49,13 +49,13 @@ import time
 import traceback
 from pathlib import Path
 
-TOOLS = Path(__file__).resolve().parent
-ROOT = TOOLS.parent
-STANDINS = TOOLS / "tpu_standins"
+DEV = Path(__file__).resolve().parent
+ROOT = DEV.parent
+STANDINS = DEV / "tpu_standins"
 BUNDLE_NAME = "tpu_bundle.json"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 KEEP = 4000  # characters of printed text kept per cell: the head and the tail
-sys.path.insert(0, str(TOOLS))
+sys.path.insert(0, str(DEV))
 import tpu_record  # noqa: E402
 
 
@@ -226,7 +226,7 @@ def run_chapter(notebook_path: Path, out_path: Path, standin: str) -> None:
     sys.argv = [notebook_path.name]
     # As in a Jupyter kernel: the working folder first (a chapter imports the files it
     # writes), and not this script's folder.
-    sys.path[:] = [""] + [p for p in sys.path if p and Path(p).resolve() != TOOLS]
+    sys.path[:] = [""] + [p for p in sys.path if p and Path(p).resolve() != DEV]
     if standin:
         sys.path.insert(0, str(STANDINS))
     entry = {
@@ -301,7 +301,7 @@ def run_chapter(notebook_path: Path, out_path: Path, standin: str) -> None:
 
 # --- the parent process -------------------------------------------------------------------
 
-REFUSE_SOCKETS = """# tools/tpu_run.py --refuse-sockets: internet sockets fail, as on the lent TPU
+REFUSE_SOCKETS = """# dev/tpu_run.py --refuse-sockets: internet sockets fail, as on the lent TPU
 # machine, in this process and in those it starts (PYTHONPATH).
 import errno
 import socket
@@ -312,7 +312,7 @@ _init = socket.socket.__init__
 def _refuse(self, family=-1, type=-1, proto=-1, fileno=None):
     if fileno is None and family in (-1, socket.AF_INET, socket.AF_INET6):
         raise OSError(errno.EAFNOSUPPORT, "Address family not supported by protocol "
-                      "(tools/tpu_run.py --refuse-sockets)")
+                      "(dev/tpu_run.py --refuse-sockets)")
     _init(self, family, type, proto, fileno)
 
 
@@ -450,7 +450,7 @@ def main(argv: list[str]) -> int:
         why = torchvision_check(env)
         if why:
             standin = f"stand-in: the real torchvision did not import: {why}"
-    bundle = {"created": utc_now(), "runner": "tools/tpu_run.py", "budget_s": args.budget,
+    bundle = {"created": utc_now(), "runner": "dev/tpu_run.py", "budget_s": args.budget,
               "jaxbook_data": str(data), "torchvision": standin or "the real one",
               "chapters": {}, "not_run": {}}
     print(f"Python {platform.python_version()}, jax {version('jax')}, jaxlib "

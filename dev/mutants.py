@@ -1,11 +1,11 @@
 """Mutation testing for the book: plant a fault in a chapter and see whether a test catches it.
 
-    python tools/mutants.py                 every fault of tests/mutants/*.json
-    python tools/mutants.py --ci            only the faults marked "ci": true (one or more per
-                                            chapter, chosen to be caught early: CI runs these)
-    python tools/mutants.py --only ID ...   the named faults
-    python tools/mutants.py --chapter 08    the faults of one chapter
-    python tools/mutants.py --list          the faults, without running anything
+    python dev/mutants.py                 every fault of tests/mutants/*.json
+    python dev/mutants.py --ci            only the faults marked "ci": true (one or more per
+                                          chapter, chosen to be caught early: CI runs these)
+    python dev/mutants.py --only ID ...   the named faults
+    python dev/mutants.py --chapter 08    the faults of one chapter
+    python dev/mutants.py --list          the faults, without running anything
 
 The faults of a chapter are in tests/mutants/NN_name.json (NN_name: its notebook, without
 .ipynb), as {"faults": [...]}, each fault:
@@ -20,7 +20,7 @@ The faults of a chapter are in tests/mutants/NN_name.json (NN_name: its notebook
 A run applies the fault to a fresh copy of the chapter in a temporary folder and then:
 - a fault in a code cell: runs the chapter's nbval test on the copy (the same plugin,
   sanitizer and strictness as `make test`), stopping at the first failing cell;
-- a fault in a markdown cell: runs the prose-number check (tools/prose_numbers.py) on the
+- a fault in a markdown cell: runs the prose-number check (dev/prose_numbers.py) on the
   copy, which is what guards the prose.
 
 Verdicts:
@@ -168,7 +168,7 @@ def run_code_fault(copy: Path, workdir: Path, timeout: int, first_cell: int) -> 
 def run_prose_fault(original: Path, copy: Path) -> tuple[str, str]:
     """Caught when the prose check reports a number of the mutated chapter that it does not
     report in the chapter as it is."""
-    sys.path.insert(0, str(ROOT / "tools"))
+    sys.path.insert(0, str(ROOT / "dev"))
     import prose_numbers  # noqa: PLC0415
 
     allowed = prose_numbers.load_allowed()

@@ -1,6 +1,6 @@
 """Run every chapter alone, as a Colab reader would, and fail on any error cell.
 
-Usage: python tools/run_compat.py [notebooks/NN_name.ipynb ...]
+Usage: python dev/run_compat.py [notebooks/NN_name.ipynb ...]
 
 `make test-compat` runs this with the interpreter of a second venv that holds Colab's
 versions (see requirements-colab.txt). Each notebook is copied into an empty folder of

@@ -69,7 +69,7 @@ class MNIST:
         labels = self._find(f"{prefix}-labels-idx1-ubyte")
         if images is None or labels is None:
             raise RuntimeError(
-                "Dataset not found" + (" and this stand-in for torchvision (tools/tpu_standins)"
+                "Dataset not found" + (" and this stand-in for torchvision (dev/tpu_standins)"
                                        " cannot download it" if download else
                                        ". You can use download=True to download it"))
         data = _read_idx(images)

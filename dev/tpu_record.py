@@ -1,14 +1,14 @@
 """The committed record of each chapter's last run on a TPU (tests/tpu_record.json).
 
 Usage:
-  python3 tools/tpu_record.py merge BUNDLE.json [--record tests/tpu_record.json]
-  python3 tools/tpu_record.py stale 07 --reason "no device was lent" [--date 2026-12-06]
-  python3 tools/tpu_record.py open 02 --reason "float32 check_grads on the chip, issue 40"
-  python3 tools/tpu_record.py open 02 --remove
-  python3 tools/tpu_record.py summary      # a markdown table of the record
-  python3 tools/tpu_record.py check        # what tests/test_tpu_record.py checks, as text
+  python3 dev/tpu_record.py merge BUNDLE.json [--record tests/tpu_record.json]
+  python3 dev/tpu_record.py stale 07 --reason "no device was lent" [--date 2026-12-06]
+  python3 dev/tpu_record.py open 02 --reason "float32 check_grads on the chip, issue 40"
+  python3 dev/tpu_record.py open 02 --remove
+  python3 dev/tpu_record.py summary      # a markdown table of the record
+  python3 dev/tpu_record.py check        # what tests/test_tpu_record.py checks, as text
 
-`tools/tpu_run.py` executes chapters on a TPU and writes a bundle: one entry per chapter
+`dev/tpu_run.py` executes chapters on a TPU and writes a bundle: one entry per chapter
 with the versions, the device, every code cell's status, seconds and (trimmed) printed
 text, and `code_sha256`, the hash of the chapter's code cells (`code_hash` below, the one
 definition the runner and the test share). `merge` puts a bundle's chapters into the
@@ -68,8 +68,9 @@ def load(path: Path = RECORD) -> dict:
         record = json.loads(Path(path).read_text())
     else:
         record = {}
-    record.setdefault("about", "Each chapter's last run on a TPU: tools/tpu_record.py, "
-                      "tools/tpu_run.py, tests/test_tpu_record.py (README: Testing on a TPU)")
+    # Always today's wording, so the next save corrects a record written before a move.
+    record["about"] = ("Each chapter's last run on a TPU: dev/tpu_record.py, "
+                       "dev/tpu_run.py, tests/test_tpu_record.py (README: Testing on a TPU)")
     record.setdefault("open_errors", {})
     record.setdefault("chapters", {})
     return record
@@ -113,8 +114,8 @@ def check_chapter(path: Path, record: dict, today: dt.date | None = None) -> dic
     result = {"problems": [], "open": [], "notes": []}
     problems = result["problems"]
     if entry is None:
-        problems.append(f"{path.name}: no TPU record: run it on a TPU (tools/tpu_run.py) and "
-                        "merge the bundle (tools/tpu_record.py merge)")
+        problems.append(f"{path.name}: no TPU record: run it on a TPU (dev/tpu_run.py) and "
+                        "merge the bundle (dev/tpu_record.py merge)")
         return result
     stale = entry.get("stale")
     if stale:
@@ -227,7 +228,7 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--record", type=Path, default=RECORD)
     commands = parser.add_subparsers(dest="command", required=True)
-    merge_cmd = commands.add_parser("merge", help="merge a bundle from tools/tpu_run.py")
+    merge_cmd = commands.add_parser("merge", help="merge a bundle from dev/tpu_run.py")
     merge_cmd.add_argument("bundle", type=Path)
     stale_cmd = commands.add_parser("stale", help="mark a chapter stale")
     stale_cmd.add_argument("chapter")

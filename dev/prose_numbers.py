@@ -1,11 +1,11 @@
 """Keep the prose honest: a number quoted in a chapter's text must come from the output it
 describes, bound to it, not merely found somewhere in the chapter.
 
-    python3 tools/prose_numbers.py [NOTEBOOK ...]        check (default: notebooks/*.ipynb;
-                                                         zh/notebooks/X.ipynb: the twin)
-    python3 tools/prose_numbers.py --bind [NOTEBOOK ...]     (re)write the bindings
-    python3 tools/prose_numbers.py --rewrite [NOTEBOOK ...]  numbers from the bound outputs
-    python3 tools/prose_numbers.py --heuristic [NOTEBOOK ...]  rules 1-5 alone
+    python3 dev/prose_numbers.py [NOTEBOOK ...]        check (default: notebooks/*.ipynb;
+                                                       zh/notebooks/X.ipynb: the twin)
+    python3 dev/prose_numbers.py --bind [NOTEBOOK ...]     (re)write the bindings
+    python3 dev/prose_numbers.py --rewrite [NOTEBOOK ...]  numbers from the bound outputs
+    python3 dev/prose_numbers.py --heuristic [NOTEBOOK ...]  rules 1-5 alone
 
 The workflow. An author who edits a chapter's prose (either edition) runs `--bind` on the
 English notebook, which rebinds it and its Chinese twin, and reviews the diff of
@@ -1139,7 +1139,7 @@ def stale(number: dict, entry: dict | None, cells: dict, allowed: dict) -> str |
     """Why a prose number no longer agrees with its binding, or None."""
     if entry is None:
         return (number["why"] or "a measured number with no binding") + (
-            "; bind it: python tools/prose_numbers.py --bind NOTEBOOK, and review the diff")
+            "; bind it: python dev/prose_numbers.py --bind NOTEBOOK, and review the diff")
     if "unbound" in entry:
         return number["why"] or entry["unbound"]
     if "allowed" in entry:
