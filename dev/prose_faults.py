@@ -33,6 +33,7 @@ its verdicts to --json.
 
 import copy
 import importlib.util
+import inspect
 import json
 import re
 import subprocess
@@ -49,7 +50,10 @@ TRUE = ("reround", "reword")
 
 
 def load_old(commit: str):
-    """The prose-number checker as it stood at `commit`, as a module."""
+    """The prose-number checker as it stood at `commit`, as a module: dev/prose_numbers.py
+    (tools/ before the maintenance tools moved to dev/) and, since it was split, the modules
+    beside it that it imports (prose_read.py, prose_bind.py, ...), loaded from that commit
+    too, apart from today's."""
     for where in ("dev", "tools"):  # tools/ before the maintenance tools moved to dev/
         shown = subprocess.run(
             ["git", "-C", str(ROOT), "show", f"{commit}:{where}/prose_numbers.py"],
@@ -57,15 +61,47 @@ def load_old(commit: str):
         if shown.returncode == 0:
             break
     shown.check_returncode()
-    text = shown.stdout
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-tree", "--name-only", f"{commit}:{where}"],
+                            capture_output=True, text=True, check=True).stdout.split()
+    siblings = [name[:-3] for name in listed if re.fullmatch(r"prose_\w+\.py", name)
+                and name not in ("prose_numbers.py", "prose_faults.py")]
     folder = Path(tempfile.mkdtemp(prefix="old-prose-"))
-    path = folder / "old_prose_numbers.py"
-    path.write_text(text.replace("ROOT = Path(__file__).resolve().parent.parent",
-                                 f"ROOT = Path({str(ROOT)!r})"))
+
+    def write(name: str, text: str) -> Path:
+        path = folder / name
+        path.write_text(text.replace("ROOT = Path(__file__).resolve().parent.parent",
+                                     f"ROOT = Path({str(ROOT)!r})"), encoding="utf-8")
+        return path
+
+    path = write("old_prose_numbers.py", shown.stdout)
+    for name in siblings:
+        write(f"{name}.py", subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{commit}:{where}/{name}.py"],
+            capture_output=True, text=True, check=True).stdout)
     spec = importlib.util.spec_from_file_location("old_prose_numbers", path)
     module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    today = {name: sys.modules.pop(name) for name in siblings if name in sys.modules}
+    sys.path.insert(0, str(folder))
+    try:  # the old modules import each other under today's names: only while loading
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
+        for name in siblings:
+            sys.modules.pop(name, None)
+        sys.modules.update(today)
     return module
+
+
+def patch(module, name: str, new) -> None:
+    """Replace a function of the checker wherever its code calls it: in `module`, and in each
+    module its functions come from (since the split, prose_numbers re-exports the functions
+    of prose_read.py, prose_match.py, ..., which call each other there)."""
+    original = getattr(module, name)
+    spaces = [vars(module)] + [value.__globals__ for value in vars(module).values()
+                               if inspect.isfunction(value) and value.__globals__ is not globals()]
+    for space in {id(space): space for space in spaces}.values():
+        if space.get(name) is original:
+            space[name] = new
 
 
 ONLY = {"cell": None}  # while a mutant is checked: the one markdown cell it changed
@@ -80,7 +116,7 @@ def only_the_changed_cell(module) -> None:
         found = original(notebook)
         return found if ONLY["cell"] is None else [b for b in found if b["cell"] == ONLY["cell"]]
 
-    module.blocks = blocks
+    patch(module, "blocks", blocks)
 
 
 def memoize_cell_numbers(module) -> None:
@@ -93,7 +129,7 @@ def memoize_cell_numbers(module) -> None:
             cache[key] = (cell, original(cell))
         return cache[key][1]
 
-    module.cell_numbers = cached
+    patch(module, "cell_numbers", cached)
 
 
 # --- where things are in a cell's source --------------------------------------------------

@@ -23,9 +23,12 @@ are in dev/prose_numbers.py's docstring; `python3 dev/prose_numbers.py NB` print
 same report.
 """
 
+import ast
 import copy
+import importlib
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -306,3 +309,19 @@ def test_a_pin_keeps_its_source_and_a_fresh_bind_without_it_does_not():
     unpinned = prose_numbers.bind_notebook(notebook, allowed)
     assert [e for e in unpinned["c18-peak-md"]
             if e["n"] == "one second"][0]["at"]["cell"] != "c18-peak"
+
+
+@pytest.mark.parametrize("module", ["prose_read", "prose_match", "prose_bind", "prose_check",
+                                    "prose_rewrite"])
+def test_prose_numbers_re_exports_every_name_of_its_modules(module):
+    """dev/prose_numbers.py is the command line over the modules that read, match, bind,
+    check and rewrite, and re-exports every name they define, underscored ones too, so that
+    the tests and tools that call prose_numbers.X (prose_faults.py, mutants.py) still can."""
+    source = importlib.import_module(module)
+    tree = ast.parse(Path(source.__file__).read_text(encoding="utf-8"))
+    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    defined |= {target.id for node in tree.body if isinstance(node, ast.Assign)
+                for target in node.targets if isinstance(target, ast.Name)}
+    missing = sorted(name for name in defined
+                     if getattr(prose_numbers, name, None) is not getattr(source, name))
+    assert not missing, f"add to dev/prose_numbers.py's `from {module} import`: {missing}"
