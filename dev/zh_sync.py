@@ -14,7 +14,12 @@ verifies both editions. Cells are paired by their nbformat cell id.
 What a sync does, cell by cell, in the English order:
 - code cell: the English cell (source, outputs, execution count, metadata). The Chinese
   source is kept only if it is the same code once comments are removed and its
-  `# NBVAL_...` markers are the same.
+  `# NBVAL_...` markers are the same. A multi-line string literal that holds a Python
+  script (chapter 17 writes its training script from one) counts as code too, with the
+  script's own comments as comments: the two literals must be alike (prefix and quotes),
+  and their scripts the same line for line once each line's comment is cut off (a `#`
+  inside one of the script's strings is no comment). A string whose text does not parse
+  as Python is compared exactly.
 - markdown cell: the Chinese cell with the same id, if there is one. Its metadata
   `zh.translated_from` records a hash of the English text it translates, so a changed
   English paragraph shows up as a stale translation.
@@ -25,6 +30,7 @@ translation whose English source has changed since it was written.
 """
 
 import argparse
+import ast
 import copy
 import hashlib
 import io
@@ -32,6 +38,7 @@ import json
 import re
 import sys
 import tokenize
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -50,17 +57,67 @@ def english_hash(cell):
     return hashlib.sha1(source_text(cell).encode()).hexdigest()[:12]
 
 
+def script_comments(script):
+    """The comments of a Python script, as (line number from 0, column, text); None if the
+    script does not parse (then it is no script, and its `#` lines are plain text)."""
+    try:
+        with warnings.catch_warnings():  # an invalid escape in the script: no concern here
+            warnings.simplefilter("ignore")
+            ast.parse(script)
+        tokens = list(tokenize.generate_tokens(io.StringIO(script).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError, RecursionError):
+        return None
+    return [(tok.start[0] - 1, tok.start[1], tok.string)
+            for tok in tokens if tok.type == tokenize.COMMENT]
+
+
+def script_of(token):
+    """The script a multi-line string literal holds (its value), or None if it is no str."""
+    if "\n" not in token:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            value = ast.literal_eval(token)
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def without_comments(script):
+    """A script's lines with each comment cut off (and the blanks before it); None if the
+    script does not parse."""
+    found = script_comments(script)
+    if found is None:
+        return None
+    lines = script.split("\n")
+    for row, column, _ in found:
+        lines[row] = lines[row][:column].rstrip()
+    return lines
+
+
+def string_key(token):
+    """A string token for comparison: a script held in a multi-line literal compares by its
+    lines without comments (and the literal's prefix and quotes); any other string exactly."""
+    script = script_of(token)
+    code = None if script is None else without_comments(script)
+    if code is None:
+        return token
+    prefix = re.match(r"[A-Za-z]*(\"\"\"|'''|\"|')", token).group(0)
+    return ("script", prefix, tuple(code))
+
+
 def code_tokens(code):
     """The code's tokens without comments and layout-only tokens, for comparison."""
     # IPython magics and shell escapes are not Python; compare those lines verbatim.
     lines = []
     for line in code.splitlines():
         stripped = line.lstrip()
-        lines.append(f"__magic__({stripped!r})" if stripped[:1] in "%!" else line)
+        lines.append(f"__magic__({stripped!r})" if stripped[:1] in ("%", "!") else line)
     try:
         tokens = tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline)
         return [
-            (tok.type, tok.string)
+            (tok.type, string_key(tok.string) if tok.type == tokenize.STRING else tok.string)
             for tok in tokens
             if tok.type not in (tokenize.COMMENT, tokenize.NL, tokenize.ENCODING)
         ]

@@ -111,6 +111,60 @@ def test_translated_comments_do_not_count_as_drift():
     assert not zh_sync.same_code("# NBVAL_IGNORE_OUTPUT\nx = 1\n", "x = 1\n")
 
 
+# A script held in a string (chapter 17 writes its training scripts from two): its own
+# comments are comments, the rest of it is code, line for line.
+SCRIPT_EN = ('SCRIPT = """\nimport os\n\nx = 1  # one\n# a note\n'
+             'label = f"# {x} steps"  # the label\nUSAGE = \'\'\'\n# run it twice\n\'\'\'\n"""\n'
+             'print(SCRIPT)\n')
+SCRIPT_ZH = (SCRIPT_EN.replace("# one", "# 一").replace("# a note", "# 说明")
+             .replace("# the label", "# 标签"))
+
+
+@pytest.mark.parametrize("chinese, same", [
+    (SCRIPT_ZH, True),
+    (SCRIPT_ZH.replace("x = 1", "x = 2"), False),  # a statement of the script
+    (SCRIPT_ZH.replace("# 说明", "y = 2  # 说明"), False),  # code added on a comment's line
+    # a `#` inside one of the script's strings is no comment: the f-string, the nested
+    # string's line that looks like a comment
+    (SCRIPT_ZH.replace('f"# {x} steps"', 'f"# {x} 步"'), False),
+    (SCRIPT_ZH.replace("# run it twice", "# 运行两次"), False),
+    (SCRIPT_ZH.replace("# 说明\n", ""), False),  # the script's lines (its length is printed)
+    (SCRIPT_ZH.replace('SCRIPT = """', 'SCRIPT = r"""'), False),  # another literal
+    (SCRIPT_ZH.replace("# 一", "# NBVAL_IGNORE_OUTPUT"), False),  # a marker
+])
+def test_comments_of_a_script_in_a_string_are_comments(chinese, same):
+    assert zh_sync.same_code(SCRIPT_EN, chinese) == same
+
+
+def test_a_string_that_is_not_python_is_compared_exactly():
+    english = 'TEXT = """\nsome words # one\n"""\n'
+    assert not zh_sync.same_code(english, english.replace("# one", "# 一"))
+    english = 'NOTE = """\nx = 1  # one\n"""\n'  # Python, so a script: its comment translates
+    assert zh_sync.same_code(english, english.replace("# one", "# 一"))
+
+
+def test_a_changed_statement_in_chapter_17s_scripts_is_drift():
+    """The two script cells with their translated comments pass; a change to the code fails."""
+    name = "17_preemption.ipynb"
+    english, chinese = load(NOTEBOOK_DIR / name), load(ZH / "notebooks" / name)
+    changes = {"c17-script": [("BATCH_SIZE = 128", "BATCH_SIZE = 64"),
+                              ("\nstate = {", "\nstate = None  # ...\nstate = {")],
+               "c17-sharded-script": [("max_to_keep=2", "max_to_keep=3")]}
+    english_cells = {cell.get("id"): cell for cell in english["cells"]}
+    for cell in chinese["cells"]:
+        if cell.get("id") in changes:
+            code = zh_sync.source_text(cell)
+            assert CJK.search(code) and zh_sync.same_code(
+                zh_sync.source_text(english_cells[cell["id"]]), code)
+            for old, new in changes[cell["id"]]:
+                assert code.count(old) == 1, old
+                changed = copy.deepcopy(chinese)
+                twin = next(c for c in changed["cells"] if c.get("id") == cell["id"])
+                twin["source"] = code.replace(old, new)
+                _, problems = zh_sync.synced(english, changed)
+                assert f"cell {cell['id']}: the code differs from the English cell" in problems
+
+
 # --- code comments are Chinese too (#33) -------------------------------------------------
 # A comment that holds words must hold Chinese. Allowed without: the markers tools read
 # (NBVAL_*, noqa, type: ignore, fmt:, `# %%` cell separators), a lone identifier, number,

@@ -4,8 +4,9 @@ zh/notebooks/NN.ipynb and notebooks/NN.ipynb pair their cells by id (tests/test_
 them paired), so a check can read an English cell and its Chinese twin side by side:
 
 - Terms: when an English markdown cell (its prose: code spans, code blocks and link targets
-  left out) or an English code cell's comments use a glossary term of TERMS, the twin
-  contains the term's rendering, the one zh/book/glossary.md's 术语对照表 prescribes.
+  left out) or an English code cell's comments (a script's in one of its strings included)
+  use a glossary term of TERMS, the twin contains the term's rendering, the one
+  zh/book/glossary.md's 术语对照表 prescribes.
 - Numbers, both ways: a number written in digits in an English markdown cell appears in its
   twin, and one in a Chinese cell appears in the English cell (same value: 1,040 = 1040;
   "1.04 billion" = "10.4 亿"), apart from the exceptions below.
@@ -13,6 +14,12 @@ them paired), so a check can read an English cell and its Chinese twin side by s
   writes) are comments too: the glossary's rejected renderings (test_zh_terms.py, the
   "少 N 倍" rule among them) are looked for in them as in markdown and ordinary comments.
   (`%%writefile` cells are Python after their first line; their comments are ordinary.)
+- Those script comments are translated: zh_sync reads a multi-line string whose text
+  parses as Python as a script, whose comments may be translated and whose code must match
+  the English line for line (dev/zh_sync.py, same_code). Each comment of such a script in
+  an English cell that holds words (test_zh.py's english_comments: markers such as `# noqa`
+  and lone identifiers, paths or numbers are spared) has a twin on the same line of the
+  same script in the zh cell, and that twin contains Chinese.
 - LaTeX: an English word inside `\\text{}` in a Chinese markdown cell is prose left
   untranslated, unless the whole `\\text{}` is a name (an identifier with `_`, or one of
   TEXT_NAMES: subscripts and labels the formulas share with the English edition).
@@ -28,10 +35,12 @@ import ast
 import io
 import json
 import re
+import sys
 import tokenize
 from decimal import Decimal
 
 import pytest
+from test_zh import english_comments
 from test_zh_terms import (
     GLOSSARY,
     avoided_patterns,
@@ -43,6 +52,9 @@ from test_zh_terms import (
 )
 
 from conftest import NOTEBOOK_DIR, ROOT, load, source
+
+sys.path.insert(0, str(ROOT / "dev"))
+import zh_sync  # noqa: E402  (the sync's reading of a script in a string)
 
 ZH = ROOT / "zh"
 ALLOWED_PATH = ROOT / "tests" / "zh_pairs_allowed.json"
@@ -109,6 +121,24 @@ def string_comments(code: str) -> str:
     return "\n".join(text for text in found if text)
 
 
+def script_comment_lines(code: str) -> dict[tuple[int, int], str]:
+    """{(which multi-line string of the cell, line of its script): comment} for each comment
+    of a script held in a string, as zh_sync reads them (a string that is not Python has
+    none)."""
+    lines = ["" if line.lstrip()[:1] in "%!" else line for line in code.splitlines()]
+    try:
+        tokens = list(tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline))
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return {}
+    found = {}
+    strings = [tok.string for tok in tokens if tok.type == tokenize.STRING and "\n" in tok.string]
+    for number, token in enumerate(strings):
+        script = zh_sync.script_of(token)
+        for row, _, comment in (zh_sync.script_comments(script) or []) if script else []:
+            found[number, row] = comment
+    return found
+
+
 def prose(text: str) -> str:
     """Markdown without code, link targets and inline math's commands (numbers kept)."""
     return prose_only(text)
@@ -141,12 +171,30 @@ def chapter_term_problems(path) -> list[str]:
     for where, en, zh in pairs(path):
         if en["cell_type"] == "markdown":
             found += term_problems(where, prose(source(en)), source(zh))
-        elif en["cell_type"] == "code":
-            zh_comments = comments(source(zh))
+        elif en["cell_type"] == "code":  # its comments, those of its scripts included
+            zh_comments = comments(source(zh)) + "\n" + string_comments(source(zh))
             # only where the comments were translated (a cell without comments has none)
             if re.search(r"[\u4e00-\u9fff]", zh_comments):
-                found += term_problems(f"{where} (comment)", comments(source(en)), zh_comments)
+                found += term_problems(f"{where} (comment)", comments(source(en)) + "\n"
+                                       + string_comments(source(en)), zh_comments)
     return found
+
+
+# --- comments of scripts in strings are translated -----------------------------------------
+
+def script_comment_problems(where: str, english: str, chinese: str) -> list[str]:
+    """english, chinese: the code of a cell and of its twin."""
+    theirs = script_comment_lines(chinese)
+    return [f"{where} (string {number}, line {row + 1}): {comment!r} became "
+            f"{theirs.get((number, row), 'nothing')!r}"
+            for (number, row), comment in script_comment_lines(english).items()
+            if english_comments(comment)
+            and not re.search(r"[\u4e00-\u9fff]", theirs.get((number, row), ""))]
+
+
+def chapter_script_comment_problems(path) -> list[str]:
+    return [problem for where, en, zh in pairs(path) if en["cell_type"] == "code"
+            for problem in script_comment_problems(where, source(en), source(zh))]
 
 
 # --- the number rule ----------------------------------------------------------------------
@@ -300,6 +348,12 @@ def test_comments_inside_strings_use_the_glossary():
     assert not found, "rejected renderings in comments inside strings:\n" + "\n".join(found)
 
 
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_comments_of_scripts_in_strings_are_translated(path):
+    found = chapter_script_comment_problems(path)
+    assert not found, "English comments in the zh twin's scripts:\n" + "\n".join(found)
+
+
 @pytest.mark.parametrize("path", sorted((ZH / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
 def test_latex_text_is_translated(path):
     found = [problem for cell in load(path)["cells"] if cell["cell_type"] == "markdown"
@@ -413,3 +467,51 @@ def test_the_overview_rule(markdown, flagged):
 ])
 def test_the_glossary_rules_reach_comments_inside_strings(code, flagged):
     assert bool(hits(avoided_patterns(), [("example", string_comments(code))])) == flagged
+
+
+def chapter_17_scripts():
+    """(where, English code, Chinese code) of chapter 17's two script cells."""
+    path = NOTEBOOK_DIR / "17_preemption.ipynb"
+    return [(where, source(en), source(zh)) for where, en, zh in pairs(path)
+            if en.get("id") in ("c17-script", "c17-sharded-script")]
+
+
+def test_the_script_comment_rule_catches_the_english_original():
+    """Issue 43: both script cells of chapter 17 kept their English comments in the zh twin
+    (the twin was the English cell). Every comment with words is flagged, `# dropout` and
+    the `# noqa` marker are not; and the same when a single comment is left in English."""
+    cells = chapter_17_scripts()
+    assert len(cells) == 2
+    flagged = [problem for where, english, _ in cells
+               for problem in script_comment_problems(where, english, english)]
+    assert len(flagged) == 27, flagged
+    assert not any("# dropout" in problem or "noqa" in problem for problem in flagged)
+    where, english, chinese = cells[0]
+    assert not script_comment_problems(where, english, chinese)
+    line = "  # 每行只调用一次 write"
+    assert chinese.count(line) == 1
+    left = chinese.replace(line, "  # one write per line")
+    assert zh_sync.same_code(english, left)  # a sync would keep it
+    assert [p.split(": ", 1)[1] for p in script_comment_problems(where, english, left)] == [
+        "'# one write per line' became '# one write per line'"]
+    # the term rule reads the scripts' comments too: "token" in c17-sharded-script's
+    where, english, chinese = cells[1]
+    assert not term_problems(where, string_comments(english), string_comments(chinese))
+    assert term_problems(where, string_comments(english),
+                         string_comments(chinese.replace("随机词元流", "随机 token 流")))
+    where, english, chinese = cells[0]
+    # a translation moved to another line is no translation of this one
+    moved = chinese.replace(line, "").replace("\nimport grain\n", "\nimport grain" + line + "\n")
+    assert script_comment_problems(where, english, moved)
+
+
+@pytest.mark.parametrize("english, chinese, flagged", [
+    ('S = """\nx = 1  # the first step\n"""\n', 'S = """\nx = 1  # 第一步\n"""\n', False),
+    ('S = """\nx = 1  # the first step\n"""\n', 'S = """\nx = 1  # the first step\n"""\n', True),
+    ('S = """\nx = 1  # the first step\n"""\n', 'S = """\nx = 1\n"""\n', True),
+    ('S = """\nx = 1  # logits\n"""\n', 'S = """\nx = 1  # logits\n"""\n', False),
+    ('S = """\nsome words here # a note\n"""\n', 'S = """\nsome words here # a note\n"""\n',
+     False),
+])
+def test_the_script_comment_rule(english, chinese, flagged):
+    assert bool(script_comment_problems("example", english, chinese)) == flagged
