@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 from prose_match import (
+    _gap,
     comparable_values,
     label_of,
     load_allowed,
@@ -29,6 +30,7 @@ from prose_read import (
     label_words,
     records,
     region,
+    sentence_of,
     twin_path,
 )
 
@@ -73,6 +75,75 @@ def sources(text: str, number: dict, numbers: list[dict], block: dict) -> list[t
         return False, -len(words & other["labels"]), distance, from_code
 
     return sorted([(o, False) for o in good] + [(o, True) for o in code], key=rank)
+
+
+COUNTS = {"epochs", "steps", "rounds", "runs"}  # settings, printed many times by design
+
+
+def _nearest(number: dict, other: dict, from_code: bool = False) -> float | None:
+    """A source's value in the prose number's unit, the reading nearest to the prose."""
+    values = comparable_values(number, other, from_code)
+    return min(values, key=lambda v: abs(v - number["value"])) if values else None
+
+
+def rivals(text: str, number: dict, numbers: list[dict], ranked: list[tuple]) -> list[dict]:
+    """The printed values that the best source ties with: every output value in scope that
+    matches the prose number (rounded as written) and carries as many of the label words of
+    its stretch of sentence as the best one does, when their values differ (a value printed
+    twice, on two lines, is still one value). [] when the best source is the only one, or
+    when it is not a printed value (a code literal, a number past a bound) or the number is a
+    count (epochs, steps: settings that the outputs print everywhere)."""
+    if (number["unit"] in COUNTS or number["kind"] == "fraction" or not ranked
+            or ranked[0][1] or not exact(number, *ranked[0])):
+        return []
+    lo, hi = region(text, number, numbers)
+    words = {w for w, _, _ in context_words(text, lo, hi)}
+    best = len(words & ranked[0][0]["labels"])
+    tied = [o for o, from_code in ranked if not from_code and exact(number, o, False)
+            and len(words & o["labels"]) == best]
+    values = [_nearest(number, o) for o in tied]
+    if max(values) - min(values) <= 1e-9 * max(1.0, abs(max(values))):
+        return []
+    return tied
+
+
+def own_words(text: str, number: dict, numbers: list[dict]) -> set[str]:
+    """The label words of a number's stretch of sentence that are nearer to it than to the
+    measured number before or after it, not counting a comparison's reference (the words
+    after "than")."""
+    lo, hi = region(text, number, numbers)
+    first, last = sentence_of(text, number["start"], number["end"])
+    words = set()
+    for word, start, end in context_words(text, lo, hi):
+        if end <= number["start"]:
+            if lo > first and _gap(text[end:number["start"]]) > _gap(text[lo:start]):
+                continue  # nearer to the number before
+        else:
+            if re.search(r"\bthan\b", text[number["end"]:start]):
+                continue
+            if hi < last and _gap(text[number["end"]:start]) > _gap(text[end:hi]):
+                continue  # nearer to the number after
+        words.add(word)
+    return words
+
+
+def mislabelled(text: str, number: dict, numbers: list[dict], other: dict,
+                cell: dict) -> set[str]:
+    """The words beside a prose number that name other lines of the bound cell's output and
+    not the bound one (the figure of a neighbouring row, a right figure beside the wrong
+    label); empty when its words name its own line, or none of the cell's lines."""
+    if number["unit"] in COUNTS or number["kind"] == "fraction":
+        return set()
+    lines = {}
+    for candidate in cell_numbers(cell)[0]:
+        if comparable_values(number, candidate):
+            lines.setdefault((candidate["output"], candidate["line_no"]), set()).update(
+                candidate["labels"])
+    if len(lines) < 2:
+        return set()
+    telling = set.union(*lines.values()) - set.intersection(*lines.values())
+    words = own_words(text, number, numbers) & telling
+    return set() if words & other["labels"] else words
 
 
 def exact(number: dict, other: dict, from_code: bool) -> bool:
@@ -171,11 +242,41 @@ def bind_notebook(notebook: dict, allowed: dict, twin: dict | None = None,
                 number["block"]["text"], number, number["siblings"], number["block"])
             if english:  # the Chinese twin: the English cell's number of the same value
                 used.add(english[0][0])
-                entry.update({k: v for k, v in english[0][1].items() if k in ("at", "allowed")})
+                entry.update({k: v for k, v in english[0][1].items()
+                              if k in ("at", "allowed", "ambiguous")})
+                source = locate(entry["at"], cells)[0] if "output" in entry.get(
+                    "at", {}) and not english[0][1].get("pin") else None
+                wrong = source and mislabelled(number["block"]["text"], number,
+                                               number["siblings"], source,
+                                               cells[entry["at"]["cell"]])
+                if wrong:  # the English figure, beside another line's label word
+                    del entry["at"]
+                    entry["unbound"] = (
+                        f"mislabelled: the words beside it ({', '.join(sorted(wrong))}) name "
+                        f"other lines of cell {source['cell_id']}, not {source['line'][:60]!r}, "
+                        "where the English binding's value is")
                 if english[0][1].get("scale", 1.0) != scale_of(number):
                     entry["at_scale"] = english[0][1].get("scale", 1.0)
             elif ranked and (exact(number, *ranked[0]) and not ranked[0][1] or key is None):
-                entry["at"] = locator(*ranked[0])  # printed; or only a bound, or the code
+                tied = rivals(number["block"]["text"], number, number["siblings"], ranked)
+                setting = [o for o, from_code in ranked if from_code and exact(number, o, True)]
+                if tied and setting:  # printed by several lines: a setting of the code
+                    entry["at"] = locator(setting[0], True)
+                elif tied and key is not None:  # a fact of the allow-list, printed by chance
+                    entry["allowed"] = key
+                elif tied:  # several values, and no label word to choose: a person names it
+                    entry["ambiguous"] = [locator(o, False) for o in tied[:6]]
+                else:
+                    entry["at"] = locator(*ranked[0])  # printed; or only a bound, or the code
+                    wrong = set() if ranked[0][1] else mislabelled(
+                        number["block"]["text"], number, number["siblings"], ranked[0][0],
+                        cells[ranked[0][0]["cell_id"]])
+                    if wrong:  # a person checks it, and pins it if it is right
+                        del entry["at"]
+                        entry["unbound"] = (
+                            f"mislabelled: the words beside it ({', '.join(sorted(wrong))}) "
+                            f"name other lines of cell {ranked[0][0]['cell_id']}, not "
+                            f"{ranked[0][0]['line'][:60]!r}, where its value is")
             elif key is not None:
                 entry["allowed"] = key
             elif ranked:

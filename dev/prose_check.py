@@ -4,11 +4,13 @@ the report.
 """
 
 import json
+import math
+import re
 from pathlib import Path
 
 from prose_bind import _by_cell, _context, load_bindings, locate, vocabulary
 from prose_match import comparable_values, is_allowed, load_allowed, prose_numbers
-from prose_read import NOTEBOOK_DIR, edition_of, records
+from prose_read import NOTEBOOK_DIR, SECONDS, edition_of, records, sentence_of
 
 
 def _pairs(numbers: list[dict], entries: list[dict]) -> list[tuple[dict, dict | None]]:
@@ -52,6 +54,8 @@ def stale(number: dict, entry: dict | None, cells: dict, allowed: dict) -> str |
             "; bind it: python dev/prose_numbers.py --bind NOTEBOOK, and review the diff")
     if "unbound" in entry:
         return number["why"] or entry["unbound"]
+    if "ambiguous" in entry:
+        return ambiguous_why(entry)
     if "allowed" in entry:
         key = entry["allowed"]
         same = entry.get("unit") == number["unit"] and abs(
@@ -85,6 +89,155 @@ def stale(number: dict, entry: dict | None, cells: dict, allowed: dict) -> str |
     return None
 
 
+def ambiguous_why(entry: dict) -> str:
+    """Why a number the binder refused is unbound: the values it matches, none named by the
+    words beside it."""
+    shown = "; ".join(f"cell {at['cell']} {at['text'][:60]!r} (number {at['index']})"
+                      for at in entry["ambiguous"])
+    return ("ambiguous: it matches several printed values and no label word beside it names "
+            f"one: {shown}; name its source in tests/prose_bindings.json with a pin (copy the "
+            'candidate\'s locator as "at" and give "pin": your reason), or reword the prose '
+            "so that a label word names it")
+
+
+# --- comparisons: their direction against the bound values ------------------------------
+GREATER = {"more", "higher", "larger", "bigger", "greater", "longer", "above", "over"}
+SMALLER = {"less", "fewer", "lower", "smaller", "shorter", "below", "under"}
+FAST = {"faster", "quicker"}
+SLOW = {"slower"}
+FALLS = (r"falls?|fell|drops?|dropped|decreases?|decreased|cuts?|reduces?|reduced|shrinks?|"
+         r"shrank|goes down|went down|declines?|declined")
+RISES = (r"rises?|rose|grows?|grew|increases?|increased|climbs?|climbed|goes up|went up")
+FROM_TO = re.compile(rf"\b(?P<verb>{FALLS}|{RISES})\b[^\d.;:!?]{{0,70}}\bfrom(?:\s+about)?\s*$",
+                     re.I)
+
+
+RATIO_SLACK = math.log(1.1)  # a median of ratios is not the ratio of the medians: 10 %
+
+
+def _family(unit: str | None) -> str | None:
+    """Values of these units compare with each other: every time in seconds."""
+    return "s" if unit in SECONDS else unit
+
+
+def _faster_is_smaller(unit: str | None) -> bool | None:
+    if unit in SECONDS:
+        return True
+    if unit and unit.endswith("/s"):
+        return False
+    return None
+
+
+ZH_SENSE = {"更快": "faster", "较快": "faster", "更慢": "slower", "较慢": "slower",
+            "更高": "higher", "更低": "lower", "更多": "more", "更少": "less", "更大": "larger",
+            "更小": "smaller", "更长": "longer", "更短": "shorter"}
+VERSUS = re.compile(r"^[\s,，]*(?:against|versus|vs\.?|compared with|compared to|对)\s*"
+                    r"[^\d;:.。；：]{0,30}$")
+
+
+def claims(text: str, numbers: list[dict]) -> list[tuple[int, int, str | None, str | None]]:
+    """The pairs of measured numbers of one sentence, next to each other and of one unit, that
+    the sentence compares, with the order it claims: (i, j, "<", ">" or None, the words):
+    "A ... faster than B", "slower: A against B" (Chinese: 更慢：A 对 B), "falls from A to
+    B"; "A against B" with no direction word gives None. Conservative by design."""
+    found = []
+    for i in range(len(numbers) - 1):
+        a, b = numbers[i], numbers[i + 1]
+        if sentence_of(text, a["start"], a["end"]) != sentence_of(text, b["start"], b["end"]):
+            continue
+        between = text[a["end"]:b["start"]]
+        if _family(a["unit"]) != _family(b["unit"]) or a["unit"] == "x" or (
+                a["unit"] is None and not re.match(r"^\s*to(?:\s+about)?\s*$", between)):
+            continue  # bare decimals only in "from A to B"
+        lo = sentence_of(text, a["start"], a["end"])[0]
+        lo = max([n["end"] for n in numbers[:i] if n["end"] >= lo], default=lo)
+        before = text[lo:a["start"]]
+        word, sense = None, None
+        than = re.match(r"^[^\d;:()]{0,30}?\b(\w+)\s+than\b[^\d;:.]{0,50}$", between)
+        versus = VERSUS.match(between)
+        if than:
+            word = than.group(1).lower()
+        elif versus:
+            if any(n["end"] == lo for n in numbers[:i]):  # "ten times larger": that ratio's
+                before = re.sub(r"^\s*[A-Za-z]+", "", before)
+            said = [w for w in re.findall(r"[A-Za-z]+", before.lower())
+                    if w in GREATER | SMALLER | FAST | SLOW]
+            said += [ZH_SENSE[w] for w in re.findall("|".join(ZH_SENSE), before)]
+            word = said[-1] if len(said) == 1 else None
+            if word is None:
+                found.append((i, i + 1, None, None))
+                continue
+        elif re.match(r"^\s*to(?:\s+about)?\s*$", between) and FROM_TO.search(before):
+            verb = FROM_TO.search(before).group("verb").lower()
+            sense = ">" if re.fullmatch(FALLS, verb) else "<"
+            word = verb
+        if sense is None and word is not None:
+            if word in GREATER:
+                sense = ">"
+            elif word in SMALLER:
+                sense = "<"
+            elif word in FAST | SLOW and _faster_is_smaller(a["unit"]) is not None:
+                smaller = _faster_is_smaller(a["unit"]) == (word in FAST)
+                sense = "<" if smaller else ">"
+        if sense:
+            found.append((i, i + 1, sense, word))
+        elif versus:
+            found.append((i, i + 1, None, None))
+    return found
+
+
+def bound_value(number: dict, entry: dict | None, cells: dict) -> float | None:
+    """The value a prose number is bound to, in its unit (times in seconds)."""
+    if not entry or "at" not in entry:
+        return None
+    other, _ = locate(entry["at"], cells)
+    if other is None:
+        return None
+    values = comparable_values(number, other, "code" in entry["at"])
+    if not values:
+        return None
+    value = min(values, key=lambda v: abs(v - number["value"]))
+    return value * SECONDS.get(number["unit"], 1.0)
+
+
+def order_offenders(text: str, numbers: list[dict], entries: list, cells: dict) -> list[dict]:
+    """The numbers whose sentence claims an order (or a ratio above one) that their bound
+    values contradict."""
+    offenders = []
+    for i, j, sense, word in claims(text, numbers):
+        a = bound_value(numbers[i], entries[i], cells)
+        b = bound_value(numbers[j], entries[j], cells)
+        if a is None or b is None or a <= 0 or b <= 0:
+            continue
+        # "1.45x the time: 2.63 ms against 1.82 ms": the ratio next to the pair is theirs
+        span = sentence_of(text, numbers[i]["start"], numbers[i]["end"])
+        ratios = [k for k in (i - 1, j + 1) if 0 <= k < len(numbers)
+                  and numbers[k]["unit"] == "x" and span[0] <= numbers[k]["start"] < span[1]]
+        ratio = bound_value(numbers[ratios[0]], entries[ratios[0]], cells) if len(
+            ratios) == 1 else None
+        if ratio and ratio > 0 and abs(abs(math.log(ratio)) - abs(math.log(a / b))) > RATIO_SLACK:
+            offenders.append({**numbers[ratios[0]], "why": (
+                f"{numbers[ratios[0]]['written']!r} is not the ratio of the two figures it "
+                f"goes with, {numbers[i]['written']!r} and {numbers[j]['written']!r}, as bound "
+                f"({a / b:.3g} or {b / a:.3g})")})
+        if sense is None or a == b:
+            continue
+        if (a < b) != (sense == "<"):
+            offenders.append({**numbers[i], "why": (
+                f"the sentence says {numbers[i]['written']!r} is {word} than (or {sense}) "
+                f"{numbers[j]['written']!r}, but the bound values are the other way round")})
+    for k, number in enumerate(numbers):
+        after = text[number["end"]:number["end"] + 30]
+        if number["unit"] == "x" and number["kind"] == "ratio" and re.match(
+                rf"\s*(?:{'|'.join(sorted(GREATER | SMALLER | FAST | SLOW))})\s+than\b", after):
+            value = bound_value(number, entries[k], cells)
+            if value is not None and value < 1:
+                offenders.append({**number, "why": (
+                    f"{number['written']!r} {after.split()[0]} than: a ratio that says more "
+                    f"than one, bound to {value:.6g}, below one (an inverted ratio?)")})
+    return offenders
+
+
 def check_notebook(notebook: dict, name: str, edition: str = "en", allowed: dict | None = None,
                    bindings: dict | None = None) -> list[dict]:
     """The prose numbers of a notebook that disagree with their bindings (or have none and
@@ -99,10 +252,19 @@ def check_notebook(notebook: dict, name: str, edition: str = "en", allowed: dict
             offenders.append({**numbers[0], "why": (
                 f"the cell has {len(numbers)} measured number(s), its bindings {len(entries)} "
                 f"({', '.join(e['n'] for e in entries)}): if the prose is right, rebind it")})
-        for number, entry in _pairs(numbers, entries):
+        pairs = _pairs(numbers, entries)
+        flagged = set()
+        for number, entry in pairs:
             why = stale(number, entry, cells, allowed)
             if why and not (entry is None and is_allowed(number, allowed)):
                 offenders.append({**number, "why": why})
+                flagged.add(number["start"])
+        # the order (and ratio) a comparison claims, against the bound values
+        for block in {id(n["block"]): n["block"] for n in numbers}.values():
+            mine = [(n, e) for n, e in pairs if n["block"] is block]
+            offenders += [o for o in order_offenders(
+                block["text"], [n for n, _ in mine], [e for _, e in mine], cells)
+                if o["start"] not in flagged]
     return offenders
 
 

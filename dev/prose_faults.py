@@ -29,6 +29,19 @@ direction words put at the start of the sentence ("Here, ", 在这里，) or at 
 Prints the catch rate of each checker per kind and edition, the false alarms (true variants
 flagged, and the committed prose's own offenders), and optionally writes every fault with
 its verdicts to --json.
+
+    python3 dev/prose_faults.py --rebind [--old COMMIT] [--json PATH] [NOTEBOOK ...]
+
+measures the maintainer's workflow instead (issue 39, item 6): a false sentence is written,
+bound afresh (`bind_notebook`, keeping the committed pins) and checked, by today's checker
+and by the one at COMMIT (default HEAD; each with its own bindings and allow-list as they
+stood), so only a binder that refuses it or a check of its comparison catches it. The
+realistic classes (`realistic_faults`): neighbour-row (the figure of the line above or below
+the bound one, same place on the line), wrong-label (the right figure beside a word of
+another line), inverted-ratio (1/x, same decimals), unit-slip (ms for s, GiB for GB, MB for
+MiB, a fraction with %, a percentage divided by 100), direction-flip (a comparative turned
+round: faster -> slower, 更快 -> 更慢); true variants as above. A true variant that a coarser
+rounding makes match several values is refused as ambiguous: counted apart.
 """
 
 import copy
@@ -303,6 +316,162 @@ def faults(notebook: dict, name: str, edition: str, bindings: dict) -> list[dict
     return found
 
 
+# --- realistic faults, written as a maintainer would and then bound (--rebind) -----------
+REALISTIC = ("neighbour-row", "wrong-label", "inverted-ratio", "unit-slip", "direction-flip")
+UNIT_SLIPS = {"ms": "s", "s": "ms", "µs": "ms", "us": "ms", "GB": "GiB", "GiB": "GB",
+              "MB": "MiB", "MiB": "MB", "GB/s": "GiB/s", "秒": "毫秒", "毫秒": "秒"}
+COMPARATIVES = {"faster", "slower", "higher", "lower", "more", "fewer", "less", "larger",
+                "smaller", "bigger", "above", "below", "longer", "shorter", "better", "worse",
+                "quicker"}
+RATIO_LINE = re.compile(r"ratio|speed-?up|slowdown|\bx\b|/| as long| of the |times", re.I)
+
+
+def realistic_faults(notebook: dict, name: str, edition: str, bindings: dict) -> list[dict]:
+    """The realistic classes: a figure of the neighbouring row (line) of the bound output; the
+    right figure beside another row's label; an inverted ratio (1/x); a unit slip (ms for s,
+    GiB for GB, a fraction written as a percentage or a percentage divided by 100); a
+    comparative flipped ("faster" -> "slower"). Each is planted in the prose and then bound
+    afresh (the maintainer's workflow: write, --bind, check), so only a binder that refuses
+    or a check of the comparison catches it. True variants (reround, reword) as in `faults`."""
+    cells = {cell.get("id"): cell for cell in notebook["cells"]}
+    bound = bindings.get(name, {}).get(edition, {})
+    found = []
+    for fault in faults(notebook, name, edition, bindings):  # their relabels and flips
+        if fault["kind"] == "relabel":
+            found.append({**fault, "kind": "wrong-label"})
+        elif fault["kind"] == "direction":
+            raw = fault["what"].split(" -> ")[0]
+            if raw.lower() in COMPARATIVES or raw in P.ZH_DIRECTIONS and P.ZH_DIRECTIONS[raw]:
+                found.append({**fault, "kind": "direction-flip"})
+        elif fault["kind"] in TRUE:
+            found.append(fault)
+    for cell_id, numbers in P._by_cell(P.prose_numbers(notebook)).items():
+        entries = bound.get(cell_id, [])
+        source = P._text(cells[cell_id]["source"])
+        for k, number in enumerate(numbers):
+            entry = entries[k] if len(entries) == len(numbers) else None
+            at = (entry or {}).get("at")
+            numeral = re.match(P.NUM, number["written"])
+            if not numeral or number.get("bound"):
+                continue
+            start, end = number["src"]
+            was = source[start:end]
+            digits = P._decimals(numeral.group(0))
+
+            def plant(kind, new, start=start, end=end, was=was, cell_id=cell_id):
+                if new and new != was:
+                    found.append({"kind": kind, "cell": cell_id, "edits": [(start, end, new)],
+                                  "what": f"{was} -> {new}"})
+            # unit slip: the same digits, the unit of another scale
+            unit = was[len(numeral.group(0)):].strip()
+            if unit in UNIT_SLIPS:
+                gap = was[len(numeral.group(0)):len(was) - len(unit)]
+                plant("unit-slip", numeral.group(0) + gap + UNIT_SLIPS[unit])
+            elif number["unit"] == "%" and was.endswith("%") and number["value"] > 1:
+                plant("unit-slip", P._format(number["value"] / 100, "0." + "0" * (digits + 2))
+                      + "%")
+            elif number["kind"] == "decimal" and 0 < number["value"] < 1:
+                plant("unit-slip", numeral.group(0) + "%")
+            if not at or "code" in at or at["cell"] not in cells:
+                continue
+            located, _ = P.locate(at, cells)
+            if located is None:
+                continue
+            value = next(iter(P.comparable_values(number, located, False)), None)
+            # inverted ratio: 1/x, written with the same decimals
+            if value and (number["unit"] == "x" or number["kind"] == "decimal" and
+                          RATIO_LINE.search(located["line"])) and abs(value - 1) > 0.05:
+                new = P._format(1 / value, numeral.group(0))
+                if P._value(new) > 0 and abs(P._value(new) - number["value"]) > number["tolerance"]:
+                    plant("inverted-ratio", new + was[len(numeral.group(0)):])
+            # the neighbouring row: the number of the same place on the line above or below
+            outputs = P.cell_numbers(cells[at["cell"]])[0]
+            for step in (1, -1):
+                row = [o for o in outputs if o["output"] == located["output"]
+                       and o["line_no"] == located["line_no"] + step]
+                row = [o for o in row if o["index"] == located["index"]] or row[:1]
+                values = P.comparable_values(number, row[0], False) if row else []
+                if values:
+                    new = P._format(values[0], numeral.group(0))
+                    if abs(P._value(new) - number["value"]) > number["tolerance"]:
+                        plant("neighbour-row", new + was[len(numeral.group(0)):])
+                        break
+    return found
+
+
+def rebind_offenders(module, notebook, name, edition, english, allowed, bindings):
+    """The maintainer's workflow: bind the (mutated) notebook afresh, keeping the committed
+    pins, then check it against those bindings."""
+    committed = bindings.get(name, {})
+    mine = allowed.get(name, {})
+    if edition == "zh":
+        hybrid = module.records(notebook, english)
+        fresh = module.bind_notebook(hybrid, mine, committed.get("en"), committed.get("zh"))
+    else:
+        hybrid = notebook
+        fresh = module.bind_notebook(notebook, mine, previous=committed.get("en"))
+    return {(n["cell"], n["written"], n["why"]) for n in module.check_notebook(
+        hybrid, name, edition, allowed, {name: {edition: fresh}})}
+
+
+def measure_rebind(paths: list[Path], checkers: dict) -> tuple[dict, list[dict]]:
+    """Each realistic fault, planted and bound afresh, checked by each checker: {label:
+    (module, bindings, allowed)}. tally[(kind, edition)] = [n, caught by each checker...]."""
+    tally, rows = {}, []
+    _, now_bindings, _ = next(iter(checkers.values()))
+    for path in paths:
+        name = path.name
+        english = json.loads((P.NOTEBOOK_DIR / name).read_text(encoding="utf-8"))
+        for edition in ("en", "zh"):
+            file = P.NOTEBOOK_DIR / name if edition == "en" else P.twin_path(name)
+            if not file.exists():
+                continue
+            notebook = json.loads(file.read_text(encoding="utf-8"))
+            readable = P.records(notebook, english) if edition == "zh" else notebook
+            baseline = {}
+            for fault in realistic_faults(readable, name, edition, now_bindings):
+                changed = mutant(notebook, fault["cell"], fault["edits"])
+                ONLY["cell"] = fault["cell"]
+                row = {"chapter": name, "edition": edition, "kind": fault["kind"],
+                       "cell": fault["cell"], "what": fault["what"]}
+                counts = tally.setdefault((fault["kind"], edition), [0] + [0] * len(checkers))
+                counts[0] += 1
+                for i, (label, (module, bindings, allowed)) in enumerate(checkers.items()):
+                    key = (label, fault["cell"])
+                    if key not in baseline:
+                        baseline[key] = rebind_offenders(module, notebook, name, edition,
+                                                         english, allowed, bindings)
+                    new = rebind_offenders(module, changed, name, edition, english, allowed,
+                                           bindings) - baseline[key]
+                    row[label] = sorted(new)[0][2][:100] if new else None
+                    counts[i + 1] += bool(new)
+                ONLY["cell"] = None
+                rows.append(row)
+    return tally, rows
+
+
+def rebind_table(tally: dict, labels: list[str]) -> str:
+    lines = [f"{'kind':16s} {'edition':8s} {'n':>5s} " + " ".join(f"{x[:18]:>18s}" for x in labels)]
+    for kinds, title in ((REALISTIC, "realistic faults, planted then bound afresh"),
+                         (TRUE, "true variants (flagged = false alarm)")):
+        lines.append(f"-- {title}")
+        total = {}
+        for kind in kinds:
+            for edition in ("en", "zh"):
+                counts = tally.get((kind, edition))
+                if not counts or not counts[0]:
+                    continue
+                sums = total.setdefault(edition, [0] * len(counts))
+                for i, v in enumerate(counts):
+                    sums[i] += v
+                lines.append(f"{kind:16s} {edition:8s} {counts[0]:5d} " + " ".join(
+                    f"{c:6d} {100 * c / counts[0]:9.1f}% " for c in counts[1:]))
+        for edition, sums in total.items():
+            lines.append(f"{'all':16s} {edition:8s} {sums[0]:5d} " + " ".join(
+                f"{c:6d} {100 * c / sums[0]:9.1f}% " for c in sums[1:]))
+    return "\n".join(lines)
+
+
 # --- the checkers ---------------------------------------------------------------------
 def new_offenders(notebook, name, edition, english, allowed, bindings):
     hybrid = P.records(notebook, english) if edition == "zh" else notebook
@@ -369,16 +538,47 @@ def table(tally: dict) -> str:
     return "\n".join(lines)
 
 
+def committed_file(commit: str, path: str) -> dict:
+    """A JSON file of the repository as it stood at `commit`."""
+    return json.loads(subprocess.run(["git", "-C", str(ROOT), "show", f"{commit}:{path}"],
+                                     capture_output=True, text=True, check=True).stdout)
+
+
 def main(argv: list[str]) -> int:
-    commit, out = "6172b3e", None
-    while argv and argv[0] in ("--old", "--json"):
+    commit, out, rebind = None, None, False
+    while argv and argv[0] in ("--old", "--json", "--rebind"):
+        if argv[0] == "--rebind":
+            rebind, argv = True, argv[1:]
+            continue
         if argv[0] == "--old":
             commit = argv[1]
         else:
             out = Path(argv[1])
         argv = argv[2:]
     paths = [Path(a) for a in argv] or sorted(P.NOTEBOOK_DIR.glob("*.ipynb"))
-    old = load_old(commit)
+    if rebind:  # today's checker against the one at COMMIT (default HEAD), both binding afresh
+        commit = commit or "HEAD"
+        old = load_old(commit)
+        for module in (P, old):
+            memoize_cell_numbers(module)
+            only_the_changed_cell(module)
+        checkers = {
+            "today": (P, P.load_bindings(), P.load_allowed()),
+            f"at {commit}": (old, committed_file(commit, "tests/prose_bindings.json"),
+                             committed_file(commit, "tests/prose_numbers_allowed.json")),
+        }
+        tally, rows = measure_rebind(paths, checkers)
+        print(rebind_table(tally, list(checkers)))
+        refused = sum(1 for row in rows if row["kind"] in TRUE and row["today"]
+                      and row["today"].startswith("ambiguous"))
+        flagged = sum(1 for row in rows if row["kind"] in TRUE and row["today"])
+        print(f"of the {flagged} true variant(s) that today's checker flags, {refused} are "
+              "refused as ambiguous (a coarser figure matches several values: a pin names it)")
+        if out:
+            out.write_text(json.dumps(rows, indent=1, ensure_ascii=False) + "\n",
+                           encoding="utf-8")
+        return 0
+    old = load_old(commit or "6172b3e")
     for module in (P, old):
         memoize_cell_numbers(module)
         only_the_changed_cell(module)

@@ -102,6 +102,8 @@ def label_of(text: str, number: dict, numbers: list[dict], candidates: list[dict
         start, end = start + lo, end + lo
         if re.search(r"\b(?:per|than)\s+(?:an?\s+|the\s+)?$", text[lo:start]):
             continue  # "ms per step" is the unit, "faster than a loop" the reference
+        if start >= number["end"] and re.search(r"\bthan\b", text[number["end"]:start]):
+            continue  # "1.32x faster than one call per step": the reference, not its label
         if not 0 < counts.get(word, 0) < len(candidates):
             continue  # not a label here, or one that every candidate carries
 

@@ -39,8 +39,9 @@ Rules 1-5 are the heuristic that proposes the bindings.
      a comparative ("twice as fast", "ten times shorter"), "three seconds", "ten steps";
      in Chinese X分之Y (五分之四) and N倍.
    Not checked: integers without a unit (layer sizes, "60,000 images", years, "batch 128",
-   "three seeds", "chapter 7"), scientific notation (hyper-parameters), versions (after
-   Python/JAX/..., ">=", or with two dots; Chinese "0.7 版"), numbers inside words
+   "three seeds", "chapter 7"), scientific notation (hyper-parameters), versions (a bare
+   number after Python/JAX/torch/... -- "JAX 0.12", not "torch 2.97 ms" or "JAX 1.3x faster"
+   --, after "version", ">=", or with two dots; Chinese "0.7 版"), numbers inside words
    (v5e, bfloat16, x86_64).
 2. Where it must be found: the scope of a paragraph is its "##" section (from the "##"
    heading above it to the next "##" or "#" heading, "###" subsections included: a
@@ -93,8 +94,20 @@ Rules 1-5 are the heuristic that proposes the bindings.
    masked (#), the number's index on the line} (or, for a code literal, the masked code
    line), or "allowed" (the allow-list key), or "unbound" (why: the check fails). `--bind`
    takes the best source that rules 2-4 accept (the most label words of the number's stretch
-   of sentence on the line, then the closest value; a number printed with that value before
-   an allowed fact, before a code literal, before a number merely past a bound). The entry
+   of sentence on the line; a number printed with that value before an allowed fact, before
+   a code literal, before a number merely past a bound), and only where it is the one value
+   that fits, for every number of a sentence (a count of epochs or steps, a setting, is
+   exempt). Where printed values of different values tie (the same label words), the
+   number is a setting if a literal of the code has it, a fact if the allow-list has it, and
+   is otherwise refused: an entry "ambiguous" lists the candidates (their locators), and the
+   check fails until a person names the source with a pin (the candidate's locator as "at",
+   and "pin": the reason) or rewords the prose so that a label word names it. A number is
+   refused as well ("unbound": "mislabelled ...") when the words beside it (nearer to it than
+   to the numbers before and after it, not after "than") name other lines of the bound
+   cell's output and not its own: the figure of a neighbouring row, the right figure beside
+   the wrong label. A Chinese number bound through the English entry is held to the same
+   test with its own words. A pin, a person's choice with its reason, is kept by every
+   fresh bind for the same number written the same way in the same cell. The entry
    also records "labels", the words of the number's stretch of sentence (from the measured
    number before it to the one after it) that the bound cell prints, and "direction", the
    direction words of that stretch (faster/slower, above/below, more/fewer, beats/trails,
@@ -107,7 +120,16 @@ Rules 1-5 are the heuristic that proposes the bindings.
      replaced by another of the same output, a re-run's new value not yet rewritten;
    - a label or direction word of its stretch changed ("eager" for "jit", "faster" for
      "slower", a "not" added): the number now claims something else;
-   - the binding points nowhere (the cell or its line is gone), or the number has none.
+   - the binding points nowhere (the cell or its line is gone), or the number has none;
+   - a comparison between two bound numbers of one sentence, next to each other and of one
+     unit, says the other order than their bound values: "A ... faster/slower/more/less/
+     higher/lower/above/below ... than B", "slower: A against B" (更慢：A 对 B), "falls/
+     rises from A to B" (times: faster is smaller; speeds: larger);
+   - the ratio next to such a pair ("1.45x the time: 2.63 ms against 1.82 ms") is not
+     their ratio, either way round, within 10 % (a median of ratios is not the ratio of the
+     medians); or a ratio said to be "N× faster/more/... than" is bound to a value below 1.
+     These fire only where both sides are bound numbers of the sentence (conservative: no
+     grammar is parsed), on every check, not only at binding.
    The Chinese twin's numbers are bound to the English cell's entry with the same value
    (a fraction 五分之一 also to a ratio 5x), so both editions read the same records; the
    Chinese prose is checked against the English notebook's code cells.
@@ -128,11 +150,14 @@ import sys
 from pathlib import Path
 
 from prose_bind import (
-    _allowed_key, bind, bind_notebook, BINDINGS_PATH, _by_cell, _context, dump_bindings, exact,
-    load_bindings, locate, locator, _mask, _same_number, scale_of, SCALES, sources, vocabulary,
+    _allowed_key, bind, bind_notebook, BINDINGS_PATH, _by_cell, _context, COUNTS, dump_bindings,
+    exact, load_bindings, locate, locator, _mask, mislabelled, _nearest, own_words, rivals,
+    _same_number, scale_of, SCALES, sources, vocabulary,
 )
 from prose_check import (
-    agrees, check, check_notebook, heuristic_check, _pairs, report, stale, unused_allowed,
+    agrees, ambiguous_why, bound_value, check, check_notebook, claims, FALLS, _family, FAST,
+    _faster_is_smaller, FROM_TO, GREATER, heuristic_check, order_offenders, _pairs, RATIO_SLACK,
+    report, RISES, SLOW, SMALLER, stale, unused_allowed, VERSUS, ZH_SENSE,
 )
 from prose_match import (
     ALLOWED_PATH, ANY_NUMBER, BOUNDS, comparable_values, _gap, is_allowed, label_of,
@@ -142,7 +167,8 @@ from prose_read import (
     ALL_UNITS, AMBIGUOUS_UNITS, blocks, canonical, cell_numbers, _cjk, CJK_DIGITS, CJK_LABELS,
     CJK_SPELLED, CJK_UNITS, CODE_SPAN, _code_span_as_label, COMPARATIVE, context_words,
     COUNT_UNITS, _decimals, direction_words, DIRECTIONS, edition_of, EN_DIRECTION, FENCE,
-    _fraction_tolerance, _half_unit, HEADING, HTML, label_words, _line_numbers, LINK_TARGET,
+    _fraction_tolerance, _half_unit, HEADING, HTML, label_words, LIBRARY_BEFORE, _line_numbers,
+    LINK_TARGET, _LIST_OF_NUMBERS, _named_units,
     MATH, measurements, MYST_TARGET, normalize, NOTEBOOK_DIR, NUM, ORDINAL, _ORDINAL,
     OTHER_UNITS, OUT_TOKEN, _output_text, prose, prose_map, RANGE_JOIN, records, region, ROOT,
     SECONDS, SECTION_LEVEL, SENTENCE_END, sentence_of, SMALL, _SMALL, SPACE, SPELLED, _spelled,

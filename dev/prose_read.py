@@ -129,11 +129,17 @@ TOKEN = re.compile(
     rf"(?:{SUFFIX})?"
 )
 RANGE_JOIN = re.compile(rf"^{SPACE}*(?:–|—|-|to|and|or|到|至){SPACE}*$")
+_LIST_OF_NUMBERS = r"[ \t\u00a0]*(?:\d+(?:\.\d+)*[ \t]*(?:,|and|or|to|–|-)[ \t]*)*$"
+# After a library's name only a version-shaped number is its version: a bare number ("JAX
+# 0.12", "Python 3.11"), not one with a unit, % or x ("torch 2.97 ms", "JAX 1.3x faster").
+LIBRARY_BEFORE = re.compile(
+    r"\b(?:python|jax|jaxlib|optax|flax|torch|torchvision|cuda|cudnn|libtpu|numpy|ubuntu|"
+    r"debian|nbformat|pip)" + _LIST_OF_NUMBERS, re.I)
 VERSION_BEFORE = re.compile(
-    r"(?:python|jax|jaxlib|optax|flax|torch|torchvision|cuda|cudnn|libtpu|numpy|version|"
-    r"versions|release|ubuntu|debian|nbformat|pip|chapters?|sections?|parts?|§|figures?|"
+    r"(?:version|"
+    r"versions|release|chapters?|sections?|parts?|§|figures?|"
     r"fig\.|tables?|eq\.|equations?|exercises?|>=|<=|==|~=|>|<|≥|≤|第)"
-    r"[ \t\u00a0]*(?:\d+(?:\.\d+)*[ \t]*(?:,|and|or|to|–|-)[ \t]*)*$"
+    + _LIST_OF_NUMBERS +
     # "v 0.4" is a version, but "v4, 197 TFLOP/s" (a TPU generation, then a figure) is not a
     # list of versions: after a bare v only the number itself.
     r"|\bv[ \t\u00a0]*$",
@@ -257,6 +263,8 @@ def measurements(text: str) -> list[dict]:
         if VERSION_BEFORE.search(before) or VERSION_AFTER.match(text[m.end():m.end() + 20]):
             continue
         kind = next((k for k in ("pct", "ratio", "unit") if m.group(k)), None)
+        if kind is None and LIBRARY_BEFORE.search(before):
+            continue  # "JAX 0.12": a version
         unit = m.group("unit").strip(" \t\u00a0\u2009\u202f") if kind == "unit" else None
         integer = "." not in m.group("num")
         if kind == "unit" and integer and (
@@ -372,6 +380,17 @@ AMBIGUOUS_UNITS = {"s", "sec", "min", "mins", "h", "us", "step", "steps", "epoch
                    "bytes"}
 
 
+def _named_units(line: str, attached: set[tuple[int, int]]) -> set[str]:
+    """Units named on a line but not written after a number: "seconds to 98%: 3.45"."""
+    named = set()
+    for m in re.finditer(rf"(?<![A-Za-z0-9_])(?:{UNIT})", line):
+        in_parentheses = line[m.start() - 1:m.end() + 1] == f"({m.group(0)})"
+        inside_a_number = any(start <= m.start() <= end for start, end in attached)
+        if (m.group(0) not in AMBIGUOUS_UNITS or in_parentheses) and not inside_a_number:
+            named.add(canonical(m.group(0)))
+    return named
+
+
 def _line_numbers(line: str, header: tuple[set, set] = (set(), set())) -> list[dict]:
     """The numbers of one output (or code) line: value, unit, units named on the line, labels.
 
@@ -389,14 +408,7 @@ def _line_numbers(line: str, header: tuple[set, set] = (set(), set())) -> list[d
             for part in m.group("num").split(","):
                 numbers.append({"value": _value(part), "unit": None, "start": m.start(),
                                 "end": m.end(), "integer": "." not in part})
-    # Units named on the line but not written after a number: "seconds to 98%: 3.45".
-    attached = {(n["start"], n["end"]) for n in numbers}
-    named = set(header[1])
-    for m in re.finditer(rf"(?<![A-Za-z0-9_])(?:{UNIT})", line):
-        in_parentheses = line[m.start() - 1:m.end() + 1] == f"({m.group(0)})"
-        inside_a_number = any(start <= m.start() <= end for start, end in attached)
-        if (m.group(0) not in AMBIGUOUS_UNITS or in_parentheses) and not inside_a_number:
-            named.add(canonical(m.group(0)))
+    named = set(header[1]) | _named_units(line, {(n["start"], n["end"]) for n in numbers})
     words = label_words(line)
     common = set(header[0])
     owned = {}  # statistic word -> the number right after it
@@ -430,7 +442,8 @@ def text_numbers(text: str) -> list[dict]:
     if len(lines) > 1 and not re.search(r"\d\.\d", lines[0]):
         first = _line_numbers(lines[0])
         words = {w for word, _, _ in label_words(lines[0]) for w in _with_parts(word)}
-        header = (words, first[0]["named_units"] if first else set())
+        # its units, also where it has no number to name them on ("time (ms)   speedup")
+        header = (words, first[0]["named_units"] if first else _named_units(lines[0], set()))
     numbers = []
     for line_no, line in enumerate(lines):
         for index, number in enumerate(_line_numbers(line, header)):

@@ -311,6 +311,89 @@ def test_a_pin_keeps_its_source_and_a_fresh_bind_without_it_does_not():
             if e["n"] == "one second"][0]["at"]["cell"] != "c18-peak"
 
 
+# --- one value, named; comparisons against the bound values (issue 39, item 6) ---------
+def tiny(output, *sentences, code="print(results)"):
+    """A notebook of one section: a code cell whose stored output is `output`, then one
+    markdown cell per sentence (ids md0, md1, ...)."""
+    cells = [{"cell_type": "markdown", "id": "title", "metadata": {}, "source": "## Results"},
+             {"cell_type": "code", "id": "run", "metadata": {}, "execution_count": 1,
+              "source": code, "outputs": [{"output_type": "stream", "name": "stdout",
+                                           "text": output}]}]
+    cells += [{"cell_type": "markdown", "id": f"md{i}", "metadata": {}, "source": sentence}
+              for i, sentence in enumerate(sentences)]
+    return {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+
+
+def bound_and_flagged(notebook, previous=None):
+    entries = prose_numbers.bind_notebook(notebook, {}, previous=previous)
+    offenders = prose_numbers.check_notebook(notebook, "tiny.ipynb", "en", {},
+                                             {"tiny.ipynb": {"en": entries}})
+    return entries, {number["written"]: number["why"] for number in offenders}
+
+
+TIMES = ("jax.jit per step: 2.97 ms\ntorch.compile per step: 3.61 ms\n"
+         "time, torch.compile / jax.jit: 1.22x\n")
+
+
+def test_a_number_that_matches_two_values_is_refused_until_its_words_or_a_pin_name_one():
+    output = "adam: ratio 0.52\nsgd: ratio 0.48\n"
+    entries, flagged = bound_and_flagged(tiny(output, "The ratio came out at 0.5 here."))
+    [entry] = entries["md0"]
+    assert "ambiguous" in entry and {at["line"] for at in entry["ambiguous"]} == {0, 1}
+    assert "ambiguous" in flagged["0.5"] and "cell run" in flagged["0.5"]
+    # its words name one: bound, not refused
+    entries, flagged = bound_and_flagged(tiny(output, "With SGD it came out at 0.5."))
+    assert entries["md0"][0]["at"]["line"] == 1 and not flagged
+    # a person names it: a pin, kept by a fresh bind
+    pin = {"n": "0.5", "at": entries["md0"][0]["at"], "pin": "the SGD line, read by a person"}
+    entries, flagged = bound_and_flagged(tiny(output, "The ratio came out at 0.5 here."),
+                                         previous={"md0": [pin]})
+    assert entries["md0"][0]["pin"] and not flagged
+
+
+def test_a_figure_of_the_neighbouring_line_beside_its_own_lines_words_is_refused():
+    """The words beside it name another line than the one that printed its value, even
+    where they are too far from it to be its label (rule 4)."""
+    output = "PyTorch eager: 2.47 ms per step\nJAX eager: 8.54 ms per step\n"
+    true = ("PyTorch eager, which sends each operation from Python through a thin "
+            "dispatcher, took 2.47 ms per step.")
+    assert not bound_and_flagged(tiny(output, true))[1]
+    false = true.replace("2.47 ms", "8.54 ms")
+    assert "mislabelled" in bound_and_flagged(tiny(output, false))[1]["8.54 ms"]
+
+
+@pytest.mark.parametrize(("sentence", "culprit"), [
+    ("`jax.jit` was slower: 2.97 ms against 3.61 ms for `torch.compile`.", "2.97 ms"),
+    ("`torch.compile` took 3.61 ms per step, less than the 2.97 ms of `jax.jit`.", "3.61 ms"),
+    ("`torch.compile` took 1.50x the time: 3.61 ms against 2.97 ms.", "1.50x"),
+])
+def test_a_comparison_that_the_bound_values_contradict_fails(sentence, culprit):
+    output = TIMES + "time, torch.compile / jax.jit, worst round: 1.50x\n"
+    flagged = bound_and_flagged(tiny(output, sentence))[1]
+    assert flagged.get(culprit), (sentence, flagged)
+    right = (sentence.replace("slower", "faster").replace("less than", "more than")
+             .replace("1.50x", "1.22x"))
+    assert not bound_and_flagged(tiny(output, right))[1], right
+
+
+def test_a_fall_from_one_figure_to_another_is_checked_and_a_ratio_below_one_is_not_faster():
+    output = "loss at step 0: 2.51\nloss at step 24: 0.83\nspeed-up of the scan: 0.80x\n"
+    assert not bound_and_flagged(tiny(output, "The loss falls from 2.51 to 0.83."))[1]
+    assert bound_and_flagged(tiny(output, "The loss rises from 2.51 to 0.83."))[1]["2.51"]
+    assert bound_and_flagged(tiny(output, "The scan is 0.80x faster than the loop."))[1]["0.80x"]
+
+
+def test_versions_units_of_table_headers_and_comparison_references():
+    assert written("JAX 0.12 and torch 2.97 ms; JAX 1.30x faster; Python 3.11") == [
+        "2.97 ms", "1.30x"]
+    [number] = [n for n in prose_numbers.text_numbers("time (ms)     speed-up\n2.97   1.32x")
+                if n["value"] == 2.97]
+    assert "ms" in number["named_units"]  # the header names the unit of its rows
+    output = "one call per step: 80.0 ms\nscan + donation: 60.6 ms\nspeed-up: 1.32x\n"
+    sentence = "The scanned loop was 1.32x faster than one call per step."
+    assert not bound_and_flagged(tiny(output, sentence))[1]  # "call" is the reference
+
+
 @pytest.mark.parametrize("module", ["prose_read", "prose_match", "prose_bind", "prose_check",
                                     "prose_rewrite"])
 def test_prose_numbers_re_exports_every_name_of_its_modules(module):
