@@ -20,7 +20,9 @@ MNIST_CHAPTERS = [
     "12_data_parallel.ipynb",
 ]
 IDX_CHAPTERS = ["14_jax_ai_stack.ipynb", "17_preemption.ipynb"]
-SHAKESPEARE_CHAPTERS = ["15_small_gpt.ipynb", "16_sharding_transformer.ipynb"]
+SHAKESPEARE_CHAPTERS = ["15_small_gpt.ipynb", "16_sharding_transformer.ipynb",
+                        "18_reading_a_profile.ipynb", "19_pallas_kernels.ipynb",
+                        "20_serving_gpt.ipynb"]
 
 
 def test_every_copy_equals_its_source():
@@ -61,3 +63,66 @@ def test_a_chinese_copy_may_translate_comments_but_not_code():
     assert not sync_snippets.equal(en_path, translated, source)  # the English copy is exact
     changed_code = source.replace("def read_idx(", "def read_idx_(", 1)
     assert not sync_snippets.equal(zh_path, changed_code, source)
+
+
+def _shakespeare_loader(monkeypatch, data_root, url=None):
+    """A fresh namespace running the loader snippet under the given environment."""
+    monkeypatch.setenv("JAXBOOK_DATA", str(data_root))
+    if url is None:
+        monkeypatch.delenv("JAXBOOK_SHAKESPEARE_URL", raising=False)
+    else:
+        monkeypatch.setenv("JAXBOOK_SHAKESPEARE_URL", url)
+    namespace = {}
+    exec(sync_snippets.snippet_text("tiny_shakespeare.py"), namespace)
+    return namespace
+
+
+def _real_shakespeare():
+    import os
+
+    import pytest
+    path = Path(os.environ.get("JAXBOOK_DATA", ROOT / "data")) / "tinyshakespeare" / "input.txt"
+    if not path.exists():
+        pytest.skip(f"{path} is missing: run make data")
+    return path.read_bytes()
+
+
+def test_the_shakespeare_loader_checks_a_file_placed_by_hand(tmp_path, monkeypatch):
+    """Issue 43, item 7: a hand-placed copy is checked on read. The negative control is the
+    old loader's behaviour: a truncated copy used to be read as it was."""
+    import pytest
+    real = _real_shakespeare()
+    placed = tmp_path / "tinyshakespeare" / "input.txt"
+    placed.parent.mkdir()
+    placed.write_bytes(real)
+    namespace = _shakespeare_loader(monkeypatch, tmp_path)
+    assert namespace["load_tiny_shakespeare"]() == real.decode("utf-8")
+    for wrong in [real[:-1], real.replace(b"ROMEO", b"ROMEA", 1), real + b"\n"]:
+        placed.write_bytes(wrong)
+        with pytest.raises(ValueError, match="not Tiny Shakespeare"):
+            namespace["load_tiny_shakespeare"]()
+
+
+def test_the_shakespeare_mirror_variable_is_used_and_checked(tmp_path, monkeypatch):
+    """JAXBOOK_SHAKESPEARE_URL names a mirror (a file:// URL stands in for one here): the right
+    file is downloaded and saved, a wrong one is refused and not saved, and an unreachable
+    mirror gives ShakespeareNotFoundError with the URL in its message."""
+    import pytest
+    real = _real_shakespeare()
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    (mirror / "good.txt").write_bytes(real)
+    (mirror / "bad.txt").write_bytes(real[: len(real) // 2])
+    data = tmp_path / "data"
+    namespace = _shakespeare_loader(monkeypatch, data, (mirror / "good.txt").as_uri())
+    assert namespace["load_tiny_shakespeare"]() == real.decode("utf-8")
+    assert (data / "tinyshakespeare" / "input.txt").read_bytes() == real
+    bad_data = tmp_path / "bad_data"
+    namespace = _shakespeare_loader(monkeypatch, bad_data, (mirror / "bad.txt").as_uri())
+    with pytest.raises(ValueError, match="not Tiny Shakespeare"):
+        namespace["load_tiny_shakespeare"]()
+    assert not (bad_data / "tinyshakespeare" / "input.txt").exists()
+    missing = (mirror / "missing.txt").as_uri()
+    namespace = _shakespeare_loader(monkeypatch, bad_data, missing)
+    with pytest.raises(namespace["ShakespeareNotFoundError"], match="missing.txt"):
+        namespace["load_tiny_shakespeare"]()
