@@ -414,39 +414,44 @@ def rebind_offenders(module, notebook, name, edition, english, allowed, bindings
         hybrid, name, edition, allowed, {name: {edition: fresh}})}
 
 
-def measure_rebind(paths: list[Path], checkers: dict) -> tuple[dict, list[dict]]:
-    """Each realistic fault, planted and bound afresh, checked by each checker: {label:
-    (module, bindings, allowed)}. tally[(kind, edition)] = [n, caught by each checker...]."""
-    tally, rows = {}, []
-    _, now_bindings, _ = next(iter(checkers.values()))
+def editions(paths: list[Path]):
+    """(name, edition, English notebook, that edition's notebook) for each chapter in paths
+    and each of its editions that exists."""
     for path in paths:
         name = path.name
         english = json.loads((P.NOTEBOOK_DIR / name).read_text(encoding="utf-8"))
         for edition in ("en", "zh"):
             file = P.NOTEBOOK_DIR / name if edition == "en" else P.twin_path(name)
-            if not file.exists():
-                continue
-            notebook = json.loads(file.read_text(encoding="utf-8"))
-            readable = P.records(notebook, english) if edition == "zh" else notebook
-            baseline = {}
-            for fault in realistic_faults(readable, name, edition, now_bindings):
-                changed = mutant(notebook, fault["cell"], fault["edits"])
-                ONLY["cell"] = fault["cell"]
-                row = {"chapter": name, "edition": edition, "kind": fault["kind"],
-                       "cell": fault["cell"], "what": fault["what"]}
-                counts = tally.setdefault((fault["kind"], edition), [0] + [0] * len(checkers))
-                counts[0] += 1
-                for i, (label, (module, bindings, allowed)) in enumerate(checkers.items()):
-                    key = (label, fault["cell"])
-                    if key not in baseline:
-                        baseline[key] = rebind_offenders(module, notebook, name, edition,
-                                                         english, allowed, bindings)
-                    new = rebind_offenders(module, changed, name, edition, english, allowed,
-                                           bindings) - baseline[key]
-                    row[label] = sorted(new)[0][2][:100] if new else None
-                    counts[i + 1] += bool(new)
-                ONLY["cell"] = None
-                rows.append(row)
+            if file.exists():
+                yield name, edition, english, json.loads(file.read_text(encoding="utf-8"))
+
+
+def measure_rebind(paths: list[Path], checkers: dict) -> tuple[dict, list[dict]]:
+    """Each realistic fault, planted and bound afresh, checked by each checker: {label:
+    (module, bindings, allowed)}. tally[(kind, edition)] = [n, caught by each checker...]."""
+    tally, rows = {}, []
+    _, now_bindings, _ = next(iter(checkers.values()))
+    for name, edition, english, notebook in editions(paths):
+        readable = P.records(notebook, english) if edition == "zh" else notebook
+        baseline = {}
+        for fault in realistic_faults(readable, name, edition, now_bindings):
+            changed = mutant(notebook, fault["cell"], fault["edits"])
+            ONLY["cell"] = fault["cell"]
+            row = {"chapter": name, "edition": edition, "kind": fault["kind"],
+                   "cell": fault["cell"], "what": fault["what"]}
+            counts = tally.setdefault((fault["kind"], edition), [0] + [0] * len(checkers))
+            counts[0] += 1
+            for i, (label, (module, bindings, allowed)) in enumerate(checkers.items()):
+                key = (label, fault["cell"])
+                if key not in baseline:
+                    baseline[key] = rebind_offenders(module, notebook, name, edition,
+                                                     english, allowed, bindings)
+                new = rebind_offenders(module, changed, name, edition, english, allowed,
+                                       bindings) - baseline[key]
+                row[label] = sorted(new)[0][2][:100] if new else None
+                counts[i + 1] += bool(new)
+            ONLY["cell"] = None
+            rows.append(row)
     return tally, rows
 
 
@@ -488,33 +493,26 @@ def old_offenders(old, notebook, name, allowed):
 def measure(paths: list[Path], old) -> tuple[dict, list[dict], dict]:
     allowed, bindings = P.load_allowed(), P.load_bindings()
     tally, rows, baseline = {}, [], {}
-    for path in paths:
-        name = path.name
-        english = json.loads((P.NOTEBOOK_DIR / name).read_text(encoding="utf-8"))
-        for edition in ("en", "zh"):
-            file = P.NOTEBOOK_DIR / name if edition == "en" else P.twin_path(name)
-            if not file.exists():
-                continue
-            notebook = json.loads(file.read_text(encoding="utf-8"))
-            new_before = new_offenders(notebook, name, edition, english, allowed, bindings)
-            old_before = old_offenders(old, notebook, name, allowed)
-            baseline[f"{edition}/{name}"] = {"new": len(new_before), "old": len(old_before)}
-            for fault in faults(P.records(notebook, english) if edition == "zh" else notebook,
-                                name, edition, bindings):
-                changed = mutant(notebook, fault["cell"], fault["edits"])
-                ONLY["cell"] = fault["cell"]
-                new = new_offenders(changed, name, edition, english, allowed, bindings) - new_before
-                was = old_offenders(old, changed, name, allowed) - old_before
-                ONLY["cell"] = None
-                row = {"chapter": name, "edition": edition, "kind": fault["kind"],
-                       "cell": fault["cell"], "what": fault["what"],
-                       "new": sorted(new)[0][2][:100] if new else None,
-                       "old": sorted(was)[0][2][:100] if was else None}
-                rows.append(row)
-                counts = tally.setdefault((fault["kind"], edition), [0, 0, 0])
-                counts[0] += 1
-                counts[1] += bool(new)
-                counts[2] += bool(was)
+    for name, edition, english, notebook in editions(paths):
+        new_before = new_offenders(notebook, name, edition, english, allowed, bindings)
+        old_before = old_offenders(old, notebook, name, allowed)
+        baseline[f"{edition}/{name}"] = {"new": len(new_before), "old": len(old_before)}
+        for fault in faults(P.records(notebook, english) if edition == "zh" else notebook,
+                            name, edition, bindings):
+            changed = mutant(notebook, fault["cell"], fault["edits"])
+            ONLY["cell"] = fault["cell"]
+            new = new_offenders(changed, name, edition, english, allowed, bindings) - new_before
+            was = old_offenders(old, changed, name, allowed) - old_before
+            ONLY["cell"] = None
+            row = {"chapter": name, "edition": edition, "kind": fault["kind"],
+                   "cell": fault["cell"], "what": fault["what"],
+                   "new": sorted(new)[0][2][:100] if new else None,
+                   "old": sorted(was)[0][2][:100] if was else None}
+            rows.append(row)
+            counts = tally.setdefault((fault["kind"], edition), [0, 0, 0])
+            counts[0] += 1
+            counts[1] += bool(new)
+            counts[2] += bool(was)
     return tally, rows, baseline
 
 
