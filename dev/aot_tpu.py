@@ -183,9 +183,10 @@ def build_step(ns, strategy, devices, *, bf16=True, donate=True, batch=None):
     tokens = jax.ShapeDtypeStruct((sequences, ns["BIG"]["context"]), jnp.int32,
                                   sharding=NamedSharding(mesh, batch_spec))
 
-    # Section 5's scan with full remat. Its block body, named_block, calls the MLP's up-projection
-    # directly and so skips gather_sequence (sequence parallelism); under full remat the names
-    # it adds are unused, so the tool runs the model's own Block.__call__ in its place.
+    # Section 5's scan with full remat. Its block body, named_block, skipped gather_sequence
+    # (sequence parallelism) when this tool was written (since fixed in the chapter, and checked
+    # there against Block.__call__); under full remat the names it adds are unused, so the tool
+    # runs the model's own Block.__call__ in its place, as the findings were made.
     ns["named_block"] = lambda block, x: block(x)
     full_remat = ns["scanned"](ns["POLICIES"]["full"])
 
