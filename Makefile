@@ -13,7 +13,7 @@ MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
 
-.PHONY: help install data book test test-compat test-isa test-tpu-vm test-mutants tpu-run lint bench bench-gpt execute execute-all clean
+.PHONY: help install data book test test-compat test-isa test-tpu-vm test-mutants tpu-run conclusions lint bench bench-gpt execute execute-all clean
 
 help:
 	@echo "make book    build the website into _build/html"
@@ -23,6 +23,7 @@ help:
 	@echo "make test-tpu-vm   walk the TPU VM path (install script from Python 3.10, Jupyter server)"
 	@echo "make test-mutants  plant each fault of tests/mutants/ in its chapter; every one must be caught"
 	@echo "make tpu-run CHAPTERS=\"02 03\"  on a TPU: run chapters, record them in tests/tpu_record.json"
+	@echo "make conclusions PLATFORM=cpu CHAPTERS=\"08 10\"  record each asserted comparison's margin (tests/conclusions.json)"
 	@echo "make bench   run the Part II training benchmark"
 	@echo "make bench-gpt  run chapter 18's GPT-step benchmark"
 	@echo "make execute NB=notebooks/01_jax_numpy.ipynb   re-run one notebook in place"
@@ -108,6 +109,15 @@ tpu-run: $(STAMP) data
 	$(BIN)/python dev/tpu_run.py --out $(TPU_OUT) $(if $(TPU_BUDGET),--budget $(TPU_BUDGET)) $(CHAPTERS)
 	$(BIN)/python dev/tpu_record.py merge $(TPU_OUT)/tpu_bundle.json
 	$(BIN)/python dev/tpu_record.py summary
+
+# Each asserted comparison's margin on one platform, into tests/conclusions.json
+# (dev/conclusions.py; CONTRIBUTING.md, "Conclusions across platforms"). For example
+#   make conclusions PLATFORM=cpu-avx ENV="XLA_FLAGS=--xla_cpu_max_isa=AVX" CHAPTERS="08 10"
+#   make conclusions PLATFORM=colab PY=.venv-colab/bin/python CHAPTERS=14
+PLATFORM ?= cpu
+conclusions: $(STAMP) data
+	$(BIN)/python dev/conclusions.py matrix --platform $(PLATFORM) $(if $(ENV),--env $(ENV)) $(if $(PY),--python $(PY)) --data "$(JAXBOOK_DATA)" $(CHAPTERS)
+	$(BIN)/python dev/conclusions.py report
 
 # Mutation testing: each planted fault of tests/mutants/NN_name.json is applied to a fresh
 # copy of its chapter, whose nbval test (or, for prose, the prose-number check) must then

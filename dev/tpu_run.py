@@ -56,6 +56,7 @@ BUNDLE_NAME = "tpu_bundle.json"
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 KEEP = 4000  # characters of printed text kept per cell: the head and the tail
 sys.path.insert(0, str(DEV))
+import margins  # noqa: E402
 import tpu_record  # noqa: E402
 
 
@@ -178,6 +179,13 @@ def ipython_runner(parts: list, errors: list):
         result = shell.run_cell(source, store_history=True)
         return result.success
 
+    # Each asserted comparison's margin (dev/margins.py), unless JAXBOOK_NO_MARGINS is set.
+    run.recorder = None
+    if not os.environ.get("JAXBOOK_NO_MARGINS"):
+        try:
+            run.recorder = margins.install(shell)
+        except Exception as error:  # noqa: BLE001 - the chapter runs without them
+            print(f"margins not recorded: {type(error).__name__}: {error}", file=sys.__stderr__)
     return run
 
 
@@ -247,6 +255,7 @@ def run_chapter(notebook_path: Path, out_path: Path, standin: str) -> None:
     if run is None:
         entry["executor"] = "plain exec, in-process (IPython not importable)"
         run = exec_runner(parts, errors)
+    recorder = getattr(run, "recorder", None)
     start = time.perf_counter()
     log = sys.__stdout__
     code = [cell for cell in notebook["cells"] if cell.get("cell_type") == "code"]
@@ -254,6 +263,8 @@ def run_chapter(notebook_path: Path, out_path: Path, standin: str) -> None:
         parts.clear()
         errors.clear()
         cell_start = time.perf_counter()
+        if recorder is not None:
+            recorder.cell = cell.get("id")
         sys.stdout, sys.stderr = Sink(parts, sys.__stdout__), Sink(parts, sys.__stderr__)
         try:
             ok = run(tpu_record.cell_source(cell))
@@ -265,6 +276,10 @@ def run_chapter(notebook_path: Path, out_path: Path, standin: str) -> None:
         record = {"index": number, "id": cell.get("id"), "status": "ok" if ok else "error",
                   "seconds": round(time.perf_counter() - cell_start, 3),
                   "output": trim("".join(parts))}
+        if recorder is not None:
+            found = recorder.take(cell.get("id"))
+            if found:
+                record["margins"] = found
         if not ok:
             etype, evalue, stb = errors[-1] if errors else (None, None, [])
             lines = ANSI.sub("", "\n".join(stb)).splitlines()
