@@ -55,6 +55,12 @@ ALLOWED = {
         "times child processes, which have exited when it returns",
     ("13_multi_host.ipynb", "c453d732", "outputs = run_processes("):
         "times child processes, which have exited when it returns",
+    ("20_serving_gpt.ipynb", "c20-serve-run", "outputs, n_steps, _ = serve(weights, requests,"):
+        "serve() ends by converting every step's tokens with np.asarray (its output is Python "
+        "ints), which waits for the device's last step",
+    ("20_serving_gpt.ipynb", "c20-serve-spec", "speculative(weights, int8_weights, *caches,"):
+        "speculative() ends by reading every round's count with int() and its tokens with "
+        "np.asarray, which waits for the device's last round",
     ("14_jax_ai_stack.ipynb", "c14-throughput", "for _ in range(n_batches):"):
         "times Grain's host-side data pipeline, which yields NumPy arrays",
     ("14_jax_ai_stack.ipynb", "c14-workers", "worker_labels.append(next(workers)[\"label\"])"):
