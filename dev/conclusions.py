@@ -132,20 +132,21 @@ def report(table: dict, thin: float) -> str:
     return "\n".join(lines)
 
 
+def environment(pairs: list[str]) -> dict:
+    """K=V pairs as a dict."""
+    return dict(pair.partition("=")[::2] for pair in pairs)
+
+
 def matrix(platform: str, python: str, extra_env: list[str], chapters: list[str],
            data: str | None) -> dict:
     out = Path(tempfile.mkdtemp(prefix=f"jaxbook-matrix-{platform}-"))
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
-    for pair in extra_env:
-        key, _, value = pair.partition("=")
-        env[key] = value
+    env = dict(os.environ, JAX_PLATFORMS="cpu", **environment(extra_env))
     command = [python, str(DEV / "tpu_run.py"), "--out", str(out)]
     if data:
         command += ["--data", data]
     subprocess.run(command + chapters, env=env, check=True)
     bundle = json.loads((out / "tpu_bundle.json").read_text())
-    bundle["environment"] = {pair.partition("=")[0]: pair.partition("=")[2]
-                             for pair in extra_env}
+    bundle["environment"] = environment(extra_env)
     return bundle
 
 
@@ -173,8 +174,7 @@ def main(argv: list[str]) -> int:
         bundles = []
         for path in args.bundles:
             bundle = json.loads(path.read_text())
-            bundle.setdefault("environment", {pair.partition("=")[0]: pair.partition("=")[2]
-                                              for pair in args.env})
+            bundle.setdefault("environment", environment(args.env))
             bundles.append(bundle)
     else:
         bundles = [matrix(args.platform, args.python, args.env, args.chapters, args.data)]

@@ -24,9 +24,11 @@ margins into its record; dev/conclusions.py gathers them into tests/conclusions.
 
 import ast
 import math
+import operator
 
 NAME = "__jaxbook_margin__"
 OPERATORS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+COMPARE = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 
 def ordered_comparisons(test: ast.expr) -> list[ast.Compare]:
@@ -89,14 +91,7 @@ class Recorder:
         self.records = {}  # cell id -> {number: {"op", "margin", "left", "right", "runs"}}
 
     def __call__(self, number, left, op, right):
-        if op == "<":
-            result = left < right
-        elif op == "<=":
-            result = left <= right
-        elif op == ">":
-            result = left > right
-        else:
-            result = left >= right
+        result = COMPARE[op](left, right)
         try:
             self.note(number, left, op, right)
         except Exception:  # noqa: BLE001 - recording must never change the chapter
