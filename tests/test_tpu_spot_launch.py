@@ -17,7 +17,8 @@ with 143, "sigterm-late": 143, then the late preemption), or, with run_remote, f
 command for real with bash in a folder per worker (its HOME), where a drop kills the ssh
 session's process group once the job has started, as sshd does when the connection goes.
 Every gcloud call is logged, so the tests check which commands the script ran, in which order.
-Nothing touches Google Cloud.
+The fake's `storage cat` and `storage cp -` keep the run's pinned commit in the state file; the
+workers' own gcloud copies the job's log into sandbox/bucket. Nothing touches Google Cloud.
 """
 
 import json
@@ -84,6 +85,25 @@ def one_describe_later():
         save()
 
 
+if words[0] == "storage":  # the launcher's pin: gs:// paths kept in the state file
+    bucket = state.setdefault("bucket", {{}})
+    if state.get("storage_denied"):
+        print("ERROR: (gcloud.storage.cat) HTTPError 403: caller does not have "
+              "storage.objects.get access", file=sys.stderr)
+        sys.exit(1)
+    if words[1] == "cat" and words[2] in bucket:
+        print(bucket[words[2]], end="")
+    elif words[1] == "cat":
+        print("ERROR: (gcloud.storage.cat) The following URLs matched no objects or files:\\n"
+              f"-{{words[2]}}", file=sys.stderr)
+        sys.exit(1)
+    elif sys.argv[2:4] == ["cp", "-"]:  # words leaves the "-" out
+        bucket[words[2]] = sys.stdin.read()
+        save()
+    else:
+        print("fake gcloud: unexpected storage call", sys.argv[1:], file=sys.stderr)
+        sys.exit(3)
+    sys.exit(0)
 group, verb = words[2], words[3]
 fields = [arg for arg in sys.argv[1:] if arg.startswith("--format=")]
 if group == "queued-resources" and verb == "describe":
@@ -218,19 +238,30 @@ def sandbox(tmp_path):
     fake = bin_dir / "gcloud"
     fake.write_text(FAKE_GCLOUD.format(python=sys.executable))
     fake.chmod(0o755)
-    for tool in ("grep", "mktemp", "rm", "cat", "sleep", "date"):  # besides gcloud
+    for tool in ("grep", "mktemp", "rm", "cat", "sleep", "date", "cut"):  # besides gcloud
         found = shutil.which(tool)
         assert found, tool
         (bin_dir / tool).symlink_to(found)
     return tmp_path
 
 
+WORKER_GCLOUD = """#!/bin/sh
+# The workers' gcloud: only the job wrapper's log copies, into a folder that stands for the bucket.
+[ "$1" = storage ] && [ "$2" = cp ] || exit 3
+dst="{bucket}/${{4#gs://}}"
+mkdir -p "$(dirname "$dst")" && cp "$3" "$dst"
+"""
+
+
 def make_workers(sandbox, n_workers):
-    """A folder per worker (its HOME) with the book already cloned, and a git that does nothing."""
+    """A folder per worker (its HOME) with the book already cloned, a git that does nothing and
+    a gcloud that copies the job's log into sandbox/bucket."""
     worker_bin = sandbox / "worker-bin"
     worker_bin.mkdir(exist_ok=True)
-    (worker_bin / "git").write_text("#!/bin/sh\nexit 0\n")  # the pull does nothing here
+    (worker_bin / "git").write_text("#!/bin/sh\nexit 0\n")  # fetch and checkout do nothing here
     (worker_bin / "git").chmod(0o755)
+    (worker_bin / "gcloud").write_text(WORKER_GCLOUD.format(bucket=sandbox / "bucket"))
+    (worker_bin / "gcloud").chmod(0o755)
     for worker in range(n_workers):
         repo = sandbox / f"worker{worker}" / "hands-on-jax"
         (repo / ".git").mkdir(parents=True)
@@ -239,13 +270,17 @@ def make_workers(sandbox, n_workers):
     return f"{worker_bin}:/usr/bin:/bin"
 
 
+COMMIT = "0123456789abcdef0123456789abcdef01234567"  # what JAXBOOK_COMMIT pins unless a test says
+
+
 def run_launcher(sandbox, queued=None, node=None, ssh=(), looks_until_active=0, late_by=3,
                  failed_data="", workers=1, run_remote=False, drops=None, script=SCRIPT,
-                 **env):
+                 bucket=None, storage_denied=False, **env):
     state = {"queued": queued, "node": node, "ssh": list(ssh), "reachable": True,
              "looks_until_active": looks_until_active, "late_by": late_by,
              "failed_data": failed_data, "workers": workers, "run_remote": run_remote,
-             "drops": dict(drops or {}), "dropped": {}, "sandbox": str(sandbox)}
+             "drops": dict(drops or {}), "dropped": {}, "sandbox": str(sandbox),
+             "bucket": dict(bucket or {}), "storage_denied": storage_denied}
     if run_remote:
         state["worker_path"] = make_workers(sandbox, workers)
     (sandbox / "state.json").write_text(json.dumps(state))
@@ -258,6 +293,7 @@ def run_launcher(sandbox, queued=None, node=None, ssh=(), looks_until_active=0, 
         "FAKE_GCLOUD_RETRY_SECONDS": "0",
         "POLL_SECONDS": "0",
         "GRACE_SECONDS": "0",
+        "JAXBOOK_COMMIT": COMMIT,
         **SETTINGS,
         **env,
     }
@@ -280,12 +316,14 @@ def launch_of(command):
 
 
 def verbs(calls):
-    """Each call as 'queued-resources create', 'tpu-vm ssh', ..."""
-    return [" ".join(arg for arg in call[2:4]) for call in calls]
+    """Each call as 'queued-resources create', 'tpu-vm ssh', 'storage cat', ..."""
+    return [" ".join(call[0:2] if call[0] == "storage" else call[2:4]) for call in calls]
 
 
 def changes(calls):
-    return [verb for verb in verbs(calls) if not verb.endswith("describe")]
+    """The calls that change the TPU (the commit's pin in the bucket has tests of its own)."""
+    return [verb for verb in verbs(calls)
+            if not verb.endswith("describe") and not verb.startswith("storage")]
 
 
 @pytest.mark.parametrize("unset", list(SETTINGS))
@@ -333,7 +371,9 @@ def test_the_job_runs_on_every_worker_through_the_install_script(sandbox):
     assert "--worker=all" in ssh
     (command,) = ssh_commands(calls)
     assert "git clone https://github.com/hands-on-jax/hands-on-jax hands-on-jax" in command
-    assert "git -C hands-on-jax pull --ff-only" in command  # a rerun updates, not re-clones
+    assert "git -C hands-on-jax fetch --quiet origin" in command  # a rerun fetches, not re-clones
+    checkout = f"git checkout --quiet --detach {COMMIT}"  # the run's pinned commit
+    assert command.index("hands-on-jax fetch") < command.index(checkout)
     quoted = subprocess.run([BASH, "-c", 'printf %q "$1"', "-", SETTINGS["TRAIN_COMMAND"]],
                             capture_output=True, text=True, check=True).stdout
     train = f"JAXBOOK_TRAIN_COMMAND={quoted}"  # run by the detached job, unchanged
@@ -671,3 +711,123 @@ def test_planted_fault_no_launch_check_starts_a_second_copy(sandbox):
     result, _, _, counts, _ = run_with_drops(sandbox, {"1": 1}, script=script,
                                              FAKE_GCLOUD_RETRY_SECONDS="3")
     assert counts == [1, 2]  # the one-job count catches it
+
+
+# --- one commit for the whole run, and a log that outlives the VM
+
+PIN = "gs://my-bucket/run/jaxbook-launch/commit"
+OTHER = "fedcba9876543210fedcba9876543210fedcba98"
+
+
+def checked_out(command):
+    (line,) = [line for line in command.splitlines() if "git checkout" in line]
+    return line.split()[-1]
+
+
+def local_repo(sandbox, commits=2):
+    """A git repository with `commits` commits, standing for the book's; returns its path and
+    the hash of each commit. git joins the tools the launcher may call."""
+    git = shutil.which("git")
+    assert git
+    (sandbox / "bin" / "git").symlink_to(git)
+    repo = sandbox / "book-repo"
+    repo.mkdir()
+    env = {"HOME": str(sandbox), "PATH": "/usr/bin:/bin", "GIT_AUTHOR_NAME": "a",
+           "GIT_AUTHOR_EMAIL": "a@b", "GIT_COMMITTER_NAME": "a", "GIT_COMMITTER_EMAIL": "a@b"}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    hashes = []
+    for number in range(commits):
+        subprocess.run(["git", "-C", str(repo), "commit", "-q", "--allow-empty", "-m",
+                        str(number)], check=True, env=env)
+        hashes.append(subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], env=env,
+                                     capture_output=True, text=True, check=True).stdout.strip())
+    return repo, hashes
+
+
+def test_the_first_launch_pins_its_commit_and_the_restart_after_a_preemption_runs_it(sandbox):
+    result, calls, final = run_launcher(sandbox, ssh=["preempt", "ok"])
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert final["bucket"] == {PIN: COMMIT + "\n"}
+    assert verbs(calls).count("storage cp") == 1  # written once, before the first job
+    commands = ssh_commands(calls)
+    assert len(commands) == 2 and {checked_out(command) for command in commands} == {COMMIT}
+    assert f"export JAXBOOK_COMMIT={COMMIT} " in commands[0]
+
+
+def test_a_rerun_runs_the_buckets_pin_not_the_newest_head(sandbox):
+    # The run was pinned to the older commit; the repository has moved on since.
+    repo, (older, newer) = local_repo(sandbox)
+    result, calls, final = run_launcher(sandbox, ssh=["ok"], bucket={PIN: older + "\n"},
+                                        JAXBOOK_COMMIT=None, JAXBOOK_REPO_URL=str(repo))
+    assert result.returncode == 0, result.stdout + result.stderr
+    (command,) = ssh_commands(calls)
+    assert checked_out(command) == older != newer
+    assert "storage cp" not in verbs(calls) and final["bucket"] == {PIN: older + "\n"}
+
+
+def test_with_no_pin_and_no_commit_the_repositorys_head_is_pinned(sandbox):
+    repo, (_, head) = local_repo(sandbox)
+    result, calls, final = run_launcher(sandbox, ssh=["ok"], JAXBOOK_COMMIT=None,
+                                        JAXBOOK_REPO_URL=str(repo))
+    assert result.returncode == 0, result.stdout + result.stderr
+    (command,) = ssh_commands(calls)
+    assert checked_out(command) == head and final["bucket"] == {PIN: head + "\n"}
+
+
+def test_a_commit_other_than_the_runs_pin_is_refused(sandbox):
+    result, calls, final = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["ok"],
+                                        bucket={PIN: OTHER + "\n"})
+    assert result.returncode == 1
+    assert f"pinned to commit {OTHER}" in result.stderr and "new BUCKET" in result.stderr
+    assert "tpu-vm ssh" not in verbs(calls) and final["bucket"] == {PIN: OTHER + "\n"}
+
+
+@pytest.mark.parametrize("commit", ["main", "0123abc"])
+def test_a_commit_that_is_not_a_full_hash_is_refused(sandbox, commit):
+    result, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["ok"],
+                                    JAXBOOK_COMMIT=commit)
+    assert result.returncode == 1 and "40 hex digits" in result.stderr
+    assert "tpu-vm ssh" not in verbs(calls)
+
+
+def test_a_pin_that_cannot_be_read_stops_the_launcher(sandbox):
+    result, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["ok"],
+                                    storage_denied=True)
+    assert result.returncode == 1
+    assert "HTTPError 403" in result.stderr and f"could not read {PIN}" in result.stderr
+    assert "tpu-vm ssh" not in verbs(calls)
+
+
+def test_a_dry_run_writes_no_pin(sandbox):
+    result, calls, final = run_launcher(sandbox, queued="ACTIVE", node="READY", ssh=["ok"],
+                                        JAXBOOK_DRY_RUN="1")
+    assert result.returncode == 0
+    assert f"[dry run] would pin commit {COMMIT} in {PIN}" in result.stdout
+    assert "[dry run] gcloud compute tpus tpu-vm ssh" in result.stdout
+    assert final["bucket"] == {} and "storage cp" not in verbs(calls)
+
+
+def test_the_jobs_log_is_copied_to_the_bucket(sandbox):
+    job = 'echo "step 1"; sleep 0.5; echo "step 2"'
+    result, calls, _ = run_launcher(sandbox, queued="ACTIVE", node="READY", workers=1,
+                                    run_remote=True, TRAIN_COMMAND=job,
+                                    HEARTBEAT_SECONDS="0.1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    (command,) = ssh_commands(calls)
+    logs = list((sandbox / "bucket" / "my-bucket" / "run" / "jaxbook-launch" / "logs").rglob(
+        "*.log"))
+    assert len(logs) == 1 and logs[0].parent.name == launch_of(command)
+    text = logs[0].read_text()
+    assert text.startswith(f"commit {COMMIT}, launch {launch_of(command)}, started ")
+    assert "step 1\nstep 2\nthe job ended with status 0" in text  # the last copy is complete
+
+
+def test_planted_fault_the_pin_ignored_runs_the_newest_head(sandbox):
+    script = planted(sandbox, "if [[ -n $pinned ]]; then\n        COMMIT=$pinned",
+                     "if false; then\n        COMMIT=$pinned")  # the pin read, then not used
+    repo, (older, newer) = local_repo(sandbox)
+    result, calls, _ = run_launcher(sandbox, ssh=["ok"], bucket={PIN: older + "\n"},
+                                    JAXBOOK_COMMIT=None, JAXBOOK_REPO_URL=str(repo),
+                                    script=script)
+    (command,) = ssh_commands(calls)
+    assert checked_out(command) == newer != older  # what the rerun test above refuses

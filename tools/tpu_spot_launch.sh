@@ -27,8 +27,9 @@
 #      - Free, and ~/.jaxbook-job/launch names this very launch: the job of this launch already
 #        ran and ended (the connection dropped and gcloud ran the command again): the command
 #        reports the job's exit status instead of starting it again.
-#      - Otherwise it clones or updates the book, installs it with tools/tpu_vm_install.sh and
-#        starts TRAIN_COMMAND detached (with BUCKET exported), holding the lock, then attaches.
+#      - Otherwise it clones or fetches the book, checks out the pinned commit (below), installs
+#        it with tools/tpu_vm_install.sh and starts TRAIN_COMMAND detached (with BUCKET and
+#        JAXBOOK_COMMIT exported), holding the lock, then attaches.
 #      Attached, it prints the job's heartbeat (~/.jaxbook-job/heartbeat: the time, the pid and
 #      whatever the job writes to $JAXBOOK_PROGRESS, e.g. its step) when it changes, every
 #      HEARTBEAT_SECONDS, and ends with the job's own exit status (~/.jaxbook-job/status).
@@ -48,6 +49,18 @@
 #   A queued resource in state FAILED is not a preemption either: the script prints its
 #   state.failedData and stops. So does an empty answer from gcloud, MAX_UNKNOWN times in a row.
 #
+# One commit for the whole run. A job resumed after a preemption must run the code that wrote its
+# checkpoints, not whatever the repository's main branch holds by then. The first launch for a
+# BUCKET pins a commit (JAXBOOK_COMMIT, or else the repository's HEAD as `git ls-remote` reads it
+# here) and writes it to $BUCKET/jaxbook-launch/commit; every launch, restart and rerun for that
+# BUCKET reads it from there and checks it out on every worker. A JAXBOOK_COMMIT that differs
+# from the bucket's pin is refused: a new commit is a new run, with its own BUCKET.
+#
+# A log that outlives the VM. A spot VM's disk goes with it, so the job's wrapper copies the job's
+# output (~/.jaxbook-job/job.log) to $BUCKET/jaxbook-launch/logs/LAUNCH/HOSTNAME.log every
+# HEARTBEAT_SECONDS and once more when the job ends; after a preemption, the last copy shows
+# what the job printed until at most one heartbeat before the end.
+#
 # Rerunning the script picks up whatever state the queued resource is in and never creates a
 # second one; on the workers it attaches to a job that is still running instead of starting a
 # second copy (a job that already ended is started again by a rerun: it resumes from its newest
@@ -64,6 +77,7 @@
 #                          still reads READY (each one after gcloud's own retries)
 #   HEARTBEAT_SECONDS=60   how often the job's heartbeat is written, and read while attached
 #   JAXBOOK_REPO_URL=...   the repository to clone on the workers (default: the book's)
+#   JAXBOOK_COMMIT=...     the commit to run (40 hex digits); default: the bucket's pin, or HEAD
 #   JAXBOOK_DRY_RUN=1      print the first command that would change something, instead of
 #                          running it, and stop (nothing has changed, so nothing comes after it)
 set -euo pipefail
@@ -77,6 +91,7 @@ MAX_UNKNOWN=${MAX_UNKNOWN:-10}
 MAX_SSH_DROPS=${MAX_SSH_DROPS:-5}
 HEARTBEAT_SECONDS=${HEARTBEAT_SECONDS:-60}
 REPO_URL=${JAXBOOK_REPO_URL:-https://github.com/hands-on-jax/hands-on-jax}
+COMMIT=${JAXBOOK_COMMIT:-}
 DRY_RUN=${JAXBOOK_DRY_RUN:-}
 STOPPED_ON_SIGTERM=143  # 128 + 15: the job saved and exited on SIGTERM (chapter 17's script)
 SSH_FAILED=255          # ssh's own status when the connection failed or dropped
@@ -112,6 +127,8 @@ command -v gcloud >/dev/null 2>&1 ||
     die "gcloud is not on PATH: install the Google Cloud CLI and run 'gcloud auth login'."
 
 WHERE=(--zone="$ZONE" --project="$PROJECT")
+PIN=$BUCKET/jaxbook-launch/commit
+LOGS=$BUCKET/jaxbook-launch/logs
 
 # Run a command that changes something; in dry-run mode print it and stop.
 act() {
@@ -180,6 +197,59 @@ delete_queued() {
     act gcloud compute tpus queued-resources delete "$TPU_NAME" --force --quiet "${WHERE[@]}"
 }
 
+# The commit this run is pinned to: the bucket's pin if there is one (a JAXBOOK_COMMIT that
+# differs from it is refused), else JAXBOOK_COMMIT, else the repository's HEAD. Sets COMMIT and
+# pinned (the bucket's pin, empty if there is none yet).
+read_pin() {
+    local err
+    err=$(mktemp)
+    if pinned=$(gcloud storage cat "$PIN" 2>"$err"); then
+        rm -f "$err"
+    elif grep -q 'matched no objects' "$err"; then
+        rm -f "$err"
+        pinned=
+    else
+        cat "$err" >&2
+        rm -f "$err"
+        die "could not read $PIN (is BUCKET right, and may this account read it?)."
+    fi
+    pinned=${pinned//[[:space:]]/}
+    if [[ -n $pinned && -n $COMMIT && $COMMIT != "$pinned" ]]; then
+        die "this BUCKET's run is pinned to commit $pinned ($PIN), and JAXBOOK_COMMIT=$COMMIT" \
+            "differs: its checkpoints were written by the pinned code. Leave JAXBOOK_COMMIT" \
+            "unset to resume that run, or start a new run with a new BUCKET."
+    fi
+    if [[ -n $pinned ]]; then
+        COMMIT=$pinned
+    elif [[ -z $COMMIT ]]; then
+        COMMIT=$(git ls-remote "$REPO_URL" HEAD | cut -f1) ||
+            die "could not read the HEAD of $REPO_URL with git ls-remote: set JAXBOOK_COMMIT."
+    fi
+    [[ $COMMIT =~ ^[0-9a-f]{40}$ ]] ||
+        die "JAXBOOK_COMMIT=$COMMIT is not a commit's full hash (40 hex digits, as" \
+            "'git rev-parse HEAD' prints it)."
+}
+
+# Before the first job of this launcher starts: read the pin, and write it if the run has none
+# yet (a dry run only says so).
+pin_commit() {
+    [[ -n ${pin_read:-} ]] && return 0
+    read_pin
+    pin_read=1
+    if [[ -n $pinned ]]; then
+        say "this run's commit: $COMMIT (pinned in $PIN)"
+        return 0
+    fi
+    if [[ -n $DRY_RUN ]]; then
+        printf '[dry run] would pin commit %s in %s\n' "$COMMIT" "$PIN"
+        return 0
+    fi
+    printf '%s\n' "$COMMIT" | gcloud storage cp - "$PIN" >/dev/null ||
+        die "could not write the pin $PIN."
+    pinned=$COMMIT
+    say "this run's commit: $COMMIT (pinned now in $PIN)"
+}
+
 # What the detached job runs on a worker (bash -c, with JAXBOOK_JOB_DIR, JAXBOOK_TRAIN_COMMAND,
 # JAXBOOK_PROGRESS and JAXBOOK_HEARTBEAT_SECONDS exported). It holds the lock through the file
 # descriptor 9 it inherits; a SIGTERM (a preemption's shutdown sends it to every process) is
@@ -187,10 +257,13 @@ delete_queued() {
 # The heartbeat loop closes its copy of the lock and ends soon after the wrapper does.
 JOB_WRAPPER='trap : TERM
 J=$JAXBOOK_JOB_DIR
+save_log() { gcloud storage cp "$J/job.log" "$JAXBOOK_LOG_URL" >/dev/null 2>&1 || true; }
 ( exec 9>&-; while kill -0 $$ 2>/dev/null; do
     printf "%s pid=%s %s\n" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" $$ "$(cat "$JAXBOOK_PROGRESS" 2>/dev/null)" >"$J/heartbeat.tmp"
-    mv -f "$J/heartbeat.tmp" "$J/heartbeat"; sleep "$JAXBOOK_HEARTBEAT_SECONDS"; done ) &
+    mv -f "$J/heartbeat.tmp" "$J/heartbeat"; save_log; sleep "$JAXBOOK_HEARTBEAT_SECONDS"; done ) &
+echo "commit $JAXBOOK_COMMIT, launch $JAXBOOK_LAUNCH, started $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 status=0; eval "$JAXBOOK_TRAIN_COMMAND" || status=$?
+echo "the job ended with status $status, $(date -u +%Y-%m-%dT%H:%M:%SZ)"; save_log
 printf "%s\n" "$status" >"$J/status.tmp"; mv -f "$J/status.tmp" "$J/status"
 exit "$status"'
 
@@ -208,10 +281,13 @@ remote_command() {
         '    exec 9>&-; echo "the job of launch $launch already ran on this worker: not starting it again" >&2' \
         '  else' \
         '    rm -f "$J/status" "$J/heartbeat" "$J/progress"' \
-        "    if [ -d $repo/.git ]; then git -C $repo pull --ff-only;" \
+        "    if [ -d $repo/.git ]; then git -C $repo fetch --quiet origin;" \
         "    else git clone $(printf '%q' "$REPO_URL") $repo; fi; cd $repo" \
+        "    git checkout --quiet --detach $COMMIT" \
         '    bash tools/tpu_vm_install.sh' \
         "    export BUCKET=$(printf '%q' "$BUCKET") JAXBOOK_TRAIN_COMMAND=$(printf '%q' "$TRAIN_COMMAND")" \
+        "    export JAXBOOK_COMMIT=$COMMIT JAXBOOK_LAUNCH=\$launch" \
+        "    export JAXBOOK_LOG_URL=$(printf '%q' "$LOGS")/\$launch/\$(uname -n).log" \
         '    export JAXBOOK_JOB_DIR="$J" JAXBOOK_PROGRESS="$J/progress" JAXBOOK_HEARTBEAT_SECONDS=$beat' \
         '    printf "%s\n" "$launch" >"$J/launch"' \
         "    setsid nohup bash -c $(printf '%q' "$JOB_WRAPPER") >\"\$J/job.log\" 2>&1 </dev/null &" \
@@ -235,7 +311,9 @@ new_launch() {
 }
 
 run_job() {
-    say "$1 (launch $launch) on every worker of $TPU_NAME"
+    pin_commit
+    say "$1 (launch $launch, commit $COMMIT) on every worker of $TPU_NAME; its log goes to" \
+        "$LOGS/$launch/"
     act gcloud compute tpus tpu-vm ssh "$TPU_NAME" --worker=all \
         --command="$(remote_command "$launch")" "${WHERE[@]}"
 }
