@@ -6,13 +6,14 @@ compiles, for one device of a libtpu topology (default v5e:2x4), our flash forwa
 forward+backward at lengths 2048 (blocks 128 and 512) and 8192 (blocks 512), XLA's
 dot_product_attention forward and forward+backward at 2048 and 8192, the library's
 flash_attention, and the gradients the chapter's TPU check takes, printing each compile's peak
-memory or its error (out of memory is a compile error there). Findings: dev/aot_findings.md,
-"Chapter 19's backward". Run it in a separate environment with the chip's versions, never in the
-book's .venv:
+memory or its error (out of memory is a compile error there); and (hbm) the compiler's count of
+bytes accessed by XLA's attention forward at cell c19-hbm's per-chip size, against that cell's
+model. Findings: dev/aot_findings.md, "Chapter 19's backward" and "Chapter 19's HBM model".
+Run it in a separate environment with the chip's versions, never in the book's .venv:
 
     python3.11 -m venv /tmp/venv-aot-0102
     /tmp/venv-aot-0102/bin/pip install 'jax[tpu]==0.10.2'
-    /tmp/venv-aot-0102/bin/python dev/aot_ch19.py v5e:2x4 [ours,xla,lib,check]
+    /tmp/venv-aot-0102/bin/python dev/aot_ch19.py v5e:2x4 [ours,xla,lib,hbm,check]
 """
 
 import functools
@@ -102,6 +103,18 @@ def main(argv: list[str]) -> None:
                                    sm_scale=1 / math.sqrt(128))
         report("library fwd", theirs, bhld, bhld, bhld)
         report("library fwd+bwd", gradient(theirs), bhld, bhld, bhld, probe)
+    if want("hbm"):  # cell c19-hbm's model against the compiler's count of bytes accessed
+        blhd = shape((8, 2048, 16, 128), bf16)
+        xla = functools.partial(jax.nn.dot_product_attention, is_causal=True)
+        counted = jax.jit(xla).trace(blhd, blhd, blhd).lower().compile().cost_analysis()
+        counted = counted[0] if isinstance(counted, list) else counted
+        scores, qkvo = 8 * 16 * 2048**2, 4 * 8 * 2048 * 2048 * 2
+        for name, per_score in [("f32 scores, f32 exponentials, bf16 P (20 B)", 20),
+                                ("four bf16 passes (8 B)", 8)]:
+            model = scores * per_score + qkvo
+            print(f"XLA fwd L=2048 bytes accessed {counted['bytes accessed'] / 1e9:.2f} GB; "
+                  f"model {name} {model / 1e9:.2f} GB, ratio "
+                  f"{counted['bytes accessed'] / model:.2f}", flush=True)
     if want("check"):
         q, p, q32 = (shape((8, 2048, 128), bf16), shape((8, 2048, 128), f32),
                      shape((8, 2048, 128), f32))
