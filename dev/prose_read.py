@@ -128,7 +128,7 @@ TOKEN = re.compile(
     rf"(?<![A-Za-z0-9_./])(?P<num>{NUM})(?![A-Za-z0-9_.]*\.\d)(?:[eE][-+]?\d+(?P<sci>))?"
     rf"(?:{SUFFIX})?"
 )
-RANGE_JOIN = re.compile(rf"^{SPACE}*(?:–|—|-|to|and|or|到|至){SPACE}*$")
+RANGE_JOIN = re.compile(rf"^{SPACE}*(?:–|—|-|to|and|or|到|至|和){SPACE}*$")
 _LIST_OF_NUMBERS = r"[ \t\u00a0]*(?:\d+(?:\.\d+)*[ \t]*(?:,|and|or|to|–|-)[ \t]*)*$"
 # After a library's name only a version-shaped number is its version: a bare number ("JAX
 # 0.12", "Python 3.11"), not one with a unit, % or x ("torch 2.97 ms", "JAX 1.3x faster").
@@ -283,7 +283,12 @@ def measurements(text: str) -> list[dict]:
         if first["kind"] is None and second["kind"] is not None:
             gap = text[first["m"].end():second["m"].start()]
             between = text[max(0, first["m"].start() - 9):first["m"].start()].lower()
-            if RANGE_JOIN.match(gap) and ("and" not in gap or "between" in between):
+            # "and" joins a range only after "between" (介于), or between two numbers with a
+            # thousands separator, which are measurements ("medians of 36,143 and 720,992
+            # images/s"), not counts ("4 and 1.3 ms" is not a range).
+            listed = "and" in gap or "和" in gap
+            if RANGE_JOIN.match(gap) and (not listed or "between" in between
+                                          or "介于" in between or "," in first["num"]):
                 first["kind"], first["unit"] = second["kind"], second["unit"]
                 first["suffix"] = second["m"].group(0)[len(second["num"]):]
     found = []

@@ -88,6 +88,12 @@ def test_what_counts_as_a_measurement():
     assert written("took 12 ms and 2 GB; 63–79% of peak; between 0.08 and 0.10") == [
         "12 ms", "2 GB", "63%", "79%", "0.08", "0.10",
     ]
+    # A unit after "A and B" is A's too where A has a thousands separator (a measurement, not
+    # a count): both medians are checked, in either edition; "4 and 12 ms" stays one number.
+    assert written("medians of 36,143 and 720,992 images/s; 4 and 12 ms") == [
+        "36,143 images/s", "720,992 images/s", "12 ms",
+    ]
+    assert written("中位数分别为 36,143 和 720,992 张/秒") == ["36,143 张/秒", "720,992 张/秒"]
     # Counts with a unit and spelled-out ratios are checked (a count may come from the code).
     assert written(
         "200 steps, 3 epochs, about four fifths of the peak, a tenth of a point, sixfold, "
