@@ -291,9 +291,19 @@ def measurements(text: str) -> list[dict]:
                                           or "介于" in between or "," in first["num"]):
                 first["kind"], first["unit"] = second["kind"], second["unit"]
                 first["suffix"] = second["m"].group(0)[len(second["num"]):]
+    # A range of two figures with thousands separators and no unit, "(range 617,765 to
+    # 813,398)", is a pair of measurements too, not two counts.
+    for first, second in zip(raw, raw[1:], strict=False):
+        if first["kind"] is None and second["kind"] is None and "," in first["num"] \
+                and "," in second["num"]:
+            gap = text[first["m"].end():second["m"].start()]
+            if RANGE_JOIN.match(gap) and not ("and" in gap or "和" in gap):
+                first["kind"] = second["kind"] = "range"
     found = []
     for item in raw:
         num, kind = item["num"], item["kind"]
+        if kind == "range":
+            kind = "decimal"
         if kind is None:
             if "." not in num:
                 continue  # a plain integer: a count, not a measurement

@@ -94,6 +94,10 @@ def test_what_counts_as_a_measurement():
         "36,143 images/s", "720,992 images/s", "12 ms",
     ]
     assert written("中位数分别为 36,143 和 720,992 张/秒") == ["36,143 张/秒", "720,992 张/秒"]
+    # So is a range of two such figures without a unit; a range of plain integers is not.
+    assert written("(range 617,765 to 813,398), chapters 12 to 14, 1,000 and 2,000") == [
+        "617,765", "813,398",
+    ]
     # Counts with a unit and spelled-out ratios are checked (a count may come from the code).
     assert written(
         "200 steps, 3 epochs, about four fifths of the peak, a tenth of a point, sixfold, "
