@@ -13,7 +13,7 @@ MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
 
-.PHONY: help install data book test test-compat test-isa test-tpu-vm test-mutants tpu-run conclusions lint bench bench-gpt execute execute-all clean
+.PHONY: help install data book test test-compat test-isa test-tpu-vm test-aot test-mutants tpu-run conclusions lint bench bench-gpt execute execute-all clean
 
 help:
 	@echo "make book    build the website into _build/html"
@@ -21,6 +21,7 @@ help:
 	@echo "make test-compat   run every chapter alone with Colab's versions (.venv-colab)"
 	@echo "make test-isa      re-run the training chapters with XLA capped at another instruction set"
 	@echo "make test-tpu-vm   walk the TPU VM path (install script from Python 3.10, Jupyter server)"
+	@echo "make test-aot      compile chapter 16's strategies for TPU slices (libtpu, .venv-aot); check the cost model"
 	@echo "make test-mutants  plant each fault of tests/mutants/ in its chapter; every one must be caught"
 	@echo "make tpu-run CHAPTERS=\"02 03\"  on a TPU: run chapters, record them in tests/tpu_record.json"
 	@echo "make conclusions PLATFORM=cpu CHAPTERS=\"08 10\"  record each asserted comparison's margin (tests/conclusions.json)"
@@ -100,6 +101,24 @@ test-isa: $(STAMP) data
 test-tpu-vm: $(STAMP) data
 	$(BIN)/python dev/tpu_vm_walk.py
 
+# Chapter 16's strategies compiled ahead of time for TPU slices by libtpu's compiler on this
+# CPU (dev/aot_tpu.py, in .venv-aot, which dev/aot_venv.sh builds: the book's .venv never gets
+# libtpu), into one JSON, then tests/test_aot_tpu.py checks the chapter's cost model against it
+# (CONTRIBUTING.md, "Chapter 16 against the TPU compiler"). One libtpu process at a time: the
+# compiles run one after another in one process. ALLOW_MULTIPLE_LIBTPU_LOAD: the compiles use
+# no chip, so they do not take libtpu's lock on the chips (/tmp/libtpu_lockfile), which another
+# process of this machine (the TPU VM walk's kernel) may hold. The multi-host v4 slice is a
+# manual option, AOT_TOPOLOGIES="v5e:2x4 v6e:2x4 v4:2x2x1 v4:2x2x4" (the cost model has no
+# row for it: its records are printed, not checked).
+AOT_OUT ?= _build/aot/aot_tpu.json
+AOT_TOPOLOGIES ?= v5e:2x4 v6e:2x4 v4:2x2x1
+AOT_STRATEGIES ?= "data parallel" "FSDP (annotated)" "tensor + sequence" "2-D (data x model)"
+test-aot: $(STAMP)
+	bash dev/aot_venv.sh
+	JAX_PLATFORMS=cpu TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=1 .venv-aot/bin/python \
+	  dev/aot_tpu.py --topology $(AOT_TOPOLOGIES) --strategy $(AOT_STRATEGIES) --json $(AOT_OUT)
+	JAXBOOK_AOT_JSON=$(AOT_OUT) $(BIN)/python -m pytest tests/test_aot_tpu.py
+
 # On a TPU (a TPU VM set up by tools/tpu_vm_install.sh): run chapters, each in a process of
 # its own (one process holds the chip), and put the runs into tests/tpu_record.json, which
 # tests/test_tpu_record.py checks (README, "Testing on a TPU"). CHAPTERS="02 03" (all by
@@ -143,4 +162,4 @@ execute-all: $(STAMP) data
 	$(BIN)/python dev/execute_notebook.py notebooks/*.ipynb
 
 clean:
-	rm -rf _build zh/_build $(VENV) .venv-colab data notebooks/data .pytest_cache .ruff_cache
+	rm -rf _build zh/_build $(VENV) .venv-colab .venv-aot data notebooks/data .pytest_cache .ruff_cache

@@ -24,7 +24,9 @@ float32 as the chapter's small run does), every block rematerialised in full ins
 and optimizer state donated (`--no-donate` compiles the step as `make_train_step` jits it).
 
 It needs libtpu, which must not enter the book's .venv (the CPU chapters' outputs must not
-change). Use a separate environment:
+change). `make test-aot` builds a separate environment, .venv-aot (dev/aot_venv.sh), runs this
+tool for v5e:2x4, v6e:2x4 and v4:2x2x1 on the strategies the cost model prices, and checks the
+JSON with tests/test_aot_tpu.py. By hand:
 
     python3.12 -m venv /tmp/venv-aot
     /tmp/venv-aot/bin/pip install 'jax[tpu]==0.12.0.1' flax==0.12.12 optax==0.2.8 numpy
@@ -38,6 +40,7 @@ Options: --topology (several), --strategy (several; default all), --f32, --no-do
 
 import argparse
 import ast
+import hashlib
 import json
 import math
 import os
@@ -141,7 +144,7 @@ STRATEGIES = {
 # The cost model's name for each strategy (None: the cost model has no such strategy).
 COST_MODEL_NAME = {"data parallel": "data parallel", "FSDP (annotated)": "FSDP",
                    "tensor parallel": "tensor parallel", "tensor + sequence": "tensor parallel",
-                   "2-D (data x model)": "2-D (data x model)", "FSDP x tensor": None}
+                   "2-D (data x model)": "2-D (data x model)", "FSDP x tensor": "FSDP x TP"}
 
 
 def rules_for(ns, name):
@@ -696,8 +699,25 @@ def main():
     print("* at a quarter of the batch (the full batch ran out of memory)")
     print(f"total {total:.1f} s")
     if args.json:
-        args.json.write_text(json.dumps({"seconds": total, "records": records}, indent=1,
-                                        default=str))
+        # What the records depend on, so that a reader of the file (tests/test_aot_tpu.py) can
+        # tell a stale one: chapter 16's code (tpu_record's hash of its code cells), this
+        # tool's source, and the compiler's versions.
+        from importlib import metadata
+
+        import tpu_record  # dev/, beside this file: standard library only
+        try:
+            libtpu = metadata.version("libtpu")
+        except metadata.PackageNotFoundError:
+            libtpu = None
+        inputs = {"chapter_hash": tpu_record.notebook_hash(NOTEBOOK),
+                  "tool_hash": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+                  "jax": jax.__version__, "libtpu": libtpu, "model": ns["BIG"],
+                  "bf16": not args.f32,
+                  "donated": not args.no_donate, "batch": args.batch,
+                  "topologies": args.topology, "strategies": args.strategy}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({**inputs, "seconds": total, "records": records},
+                                        indent=1, default=str))
 
 
 if __name__ == "__main__":
