@@ -28,6 +28,7 @@ least zero), and a platform whose run is of older code is reported as stale.
 """
 
 import argparse
+import fcntl
 import json
 import os
 import subprocess
@@ -166,10 +167,13 @@ def main(argv: list[str]) -> int:
     r = sub.add_parser("report")
     r.add_argument("--thin", type=float, default=0.05)
     args = parser.parse_args(argv)
-    table = load()
     if args.command == "report":
-        print(report(table, args.thin))
+        print(report(load(), args.thin))
         return 0
+    loose = [item for item in args.env if "=" not in item]
+    if loose:  # --env takes every word after it: "--env K=V 08 10" swallows the chapters
+        parser.error(f"--env takes K=V pairs, not {loose}: put the chapters before --env, "
+                     "or another option (--data) between them")
     if args.command == "collect":
         bundles = []
         for path in args.bundles:
@@ -178,10 +182,15 @@ def main(argv: list[str]) -> int:
             bundles.append(bundle)
     else:
         bundles = [matrix(args.platform, args.python, args.env, args.chapters, args.data)]
-    for bundle in bundles:
-        for line in collect(table, args.platform, bundle):
-            print(line)
-    save(table)
+    # Read, change and write the table under a lock, after the runs: runs of other platforms
+    # may have finished meanwhile, and a table read before a run of minutes would undo them.
+    with open(TABLE.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        table = load()
+        for bundle in bundles:
+            for line in collect(table, args.platform, bundle):
+                print(line)
+        save(table)
     return 0
 
 
