@@ -298,12 +298,10 @@ def measurements(text: str) -> list[dict]:
                 and "," in second["num"]:
             gap = text[first["m"].end():second["m"].start()]
             if RANGE_JOIN.match(gap) and not ("and" in gap or "和" in gap):
-                first["kind"] = second["kind"] = "range"
+                first["kind"] = second["kind"] = "decimal"
     found = []
     for item in raw:
         num, kind = item["num"], item["kind"]
-        if kind == "range":
-            kind = "decimal"
         if kind is None:
             if "." not in num:
                 continue  # a plain integer: a count, not a measurement
