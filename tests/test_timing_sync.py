@@ -69,6 +69,9 @@ ALLOWED = {
         "times Grain's host-side data pipeline, which yields NumPy arrays",
     ("16_sharding_transformer.ipynb", "c16-scan-compile", "if way == \"loop\":"):
         "times tracing and compilation (host work)",
+    ("16_sharding_transformer.ipynb", "c16-cal-step", "run(steps)"):
+        "run() ends in jax.block_until_ready on the last queued step's loss; each step takes "
+        "the one before's donated state, so that waits for every step it timed",
     ("17_preemption.ipynb", "c17-reference", "returncode, reference_log = run_training("):
         "times a child process, which has exited when it returns",
     ("17_preemption.ipynb", "c17-sharded-save", "saved_reports = run_sharded("):
