@@ -9,7 +9,7 @@ calibration step". Run it in an environment with the chip's versions, never the 
 
     python3.11 -m venv /tmp/venv-aot-0102
     /tmp/venv-aot-0102/bin/pip install 'jax[tpu]==0.10.2' optax
-    /tmp/venv-aot-0102/bin/python dev/aot_ch16_calibration.py [xla_full,xla_named,flash_full]
+    /tmp/venv-aot-0102/bin/python dev/aot_ch16_calibration.py [xla_full,flash512_full,...]
 """
 
 import json
@@ -48,7 +48,7 @@ def definitions() -> dict:
 
 
 def main(argv: list[str]) -> None:
-    which = argv[0].split(",") if argv else ["xla_full", "xla_named", "flash_full"]
+    which = argv[0].split(",") if argv else ["xla_full", "xla_named", "flash_full", "flash512_full"]
     ns = definitions()
     device = topologies.get_topology_desc(platform="tpu", topology_name="v5e:2x4").devices[0]
     sharding = jax.sharding.SingleDeviceSharding(device)
@@ -63,7 +63,8 @@ def main(argv: list[str]) -> None:
     print(jax.__version__, device.device_kind, flush=True)
     for name in which:
         kind, remat = name.split("_")
-        attention = ns["library_flash_attention" if kind == "flash" else "xla_attention"]
+        attention = ns[{"flash": "library_flash_attention", "flash512": "library_flash_512",
+                        "xla": "xla_attention"}[kind]]
         policy = policies[remat]
 
         def train_step(params, opt_state, inputs, targets, policy=policy, attention=attention):
