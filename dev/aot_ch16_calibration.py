@@ -59,7 +59,11 @@ def main(argv: list[str]) -> None:
     tokens = jax.ShapeDtypeStruct((TPU_SIZE["batch"], TPU_SIZE["context"]), jnp.int32,
                                   sharding=sharding)
     policies = {"full": jax.checkpoint_policies.nothing_saveable,
-                "named": jax.checkpoint_policies.save_only_these_names("attention", "mlp_hidden")}
+                "named": jax.checkpoint_policies.save_only_these_names("attention", "mlp_hidden"),
+                "offload": jax.checkpoint_policies.save_and_offload_only_these_names(
+                    names_which_can_be_saved=[], names_which_can_be_offloaded=[
+                        "attention", "mlp_hidden"], offload_src="device",
+                    offload_dst="pinned_host")}
     print(jax.__version__, device.device_kind, flush=True)
     for name in which:
         kind, remat = name.split("_")
@@ -81,7 +85,8 @@ def main(argv: list[str]) -> None:
             needed = (memory.argument_size_in_bytes + memory.output_size_in_bytes
                       + memory.temp_size_in_bytes - memory.alias_size_in_bytes)
             print(f"OK   {name}: {time.perf_counter() - start:.1f} s, compiler's memory "
-                  f"{needed / 1e9:.2f} GB", flush=True)
+                  f"{needed / 1e9:.2f} GB (host: temporaries "
+                  f"{getattr(memory, 'host_temp_size_in_bytes', 0) / 1e9:.2f} GB)", flush=True)
         except Exception as error:  # noqa: BLE001 - a failed compile is the finding
             print(f"FAIL {name}: {type(error).__name__}: {str(error)[:400]}", flush=True)
 
