@@ -1,11 +1,13 @@
 """Chapter 16's calibration step (cells c16-cal-step) compiled ahead of time for a TPU v5e.
 
 Nothing runs on a chip. It executes the definitions of cell c16-cal-step at the TPU size of
-cell c16-cal-size and compiles each variant's training step (full remat or the named policy;
-XLA's attention or the library's flash-attention kernel for the TPU) for one device of a
-libtpu topology, printing the compiler's memory (arguments + outputs + temporaries - aliased,
-the figure the cell prints) or the compile error. Findings: dev/aot_findings.md, "Chapter 16's
-calibration step". Run it in an environment with the chip's versions, never the book's .venv:
+cell c16-cal-size and compiles each variant's training step (full remat, the named policy,
+or the named values offloaded to host memory as cell c16-offload does; XLA's attention or
+the library's flash-attention kernel for the TPU) for one device of a libtpu topology,
+printing the compiler's memory (arguments + outputs + temporaries - aliased, the figure the
+cell prints) and its temporaries in host memory, or the compile error. Findings:
+dev/aot_findings.md, "Chapter 16's calibration step". Run it in an environment with the
+chip's versions, never the book's .venv:
 
     python3.11 -m venv /tmp/venv-aot-0102
     /tmp/venv-aot-0102/bin/pip install 'jax[tpu]==0.10.2' optax
