@@ -116,7 +116,8 @@ AOT_STRATEGIES ?= "data parallel" "FSDP (annotated)" "tensor + sequence" "2-D (d
 test-aot: $(STAMP)
 	bash dev/aot_venv.sh
 	JAX_PLATFORMS=cpu TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=1 .venv-aot/bin/python \
-	  dev/aot_tpu.py --topology $(AOT_TOPOLOGIES) --strategy $(AOT_STRATEGIES) --json $(AOT_OUT)
+	  dev/aot_tpu.py --topology $(AOT_TOPOLOGIES) --strategy $(AOT_STRATEGIES) \
+	  --remat-choice v5e:2x4 --json $(AOT_OUT)
 	JAXBOOK_AOT_JSON=$(AOT_OUT) $(BIN)/python -m pytest tests/test_aot_tpu.py
 
 # On a TPU (a TPU VM set up by tools/tpu_vm_install.sh): run chapters, each in a process of

@@ -35,7 +35,9 @@ JSON with tests/test_aot_tpu.py. By hand:
         --json /tmp/aot.json --hlo-dir /tmp/aot_hlo
 
 Options: --topology (several), --strategy (several; default all), --f32, --no-donate,
---batch (global sequences, default BIG's), --json FILE, --hlo-dir DIR (the compiled HLO of each).
+--batch (global sequences, default BIG's), --json FILE, --hlo-dir DIR (the compiled HLO of each),
+--remat-choice TOPOLOGY... (on these slices, the cost model's cheapest remat policy that fits each
+strategy, and the compiler's verdict on section 5's named policy: dev/aot_findings.md).
 """
 
 import argparse
@@ -153,8 +155,9 @@ def rules_for(ns, name):
     return ns["RULES"][name]
 
 
-def build_step(ns, strategy, devices, *, bf16=True, donate=True, batch=None):
-    """(jitted step, its abstract arguments, mesh, rules) for one strategy on these devices."""
+def build_step(ns, strategy, devices, *, bf16=True, donate=True, batch=None, remat="full"):
+    """(jitted step, its abstract arguments, mesh, rules) for one strategy on these devices,
+    its blocks rematerialised with section 5's policy `remat` ("full" or "named")."""
     nnx, optax = ns["nnx"], ns["optax"]
     mesh_shape, auto, rule_name, batch_spec = STRATEGIES[strategy]
     types = (AxisType.Auto if auto else AxisType.Explicit,) * 2
@@ -186,15 +189,18 @@ def build_step(ns, strategy, devices, *, bf16=True, donate=True, batch=None):
     tokens = jax.ShapeDtypeStruct((sequences, ns["BIG"]["context"]), jnp.int32,
                                   sharding=NamedSharding(mesh, batch_spec))
 
-    # Section 5's scan with full remat. Its block body, named_block, skipped gather_sequence
-    # (sequence parallelism) when this tool was written (since fixed in the chapter, and checked
-    # there against Block.__call__); under full remat the names it adds are unused, so the tool
-    # runs the model's own Block.__call__ in its place, as the findings were made.
-    ns["named_block"] = lambda block, x: block(x)
-    full_remat = ns["scanned"](ns["POLICIES"]["full"])
+    # Section 5's scan with rematerialisation. Its block body, named_block, skipped
+    # gather_sequence (sequence parallelism) when this tool was written (since fixed in the
+    # chapter, and checked there against Block.__call__); under full remat the names it adds are
+    # unused, so the tool runs the model's own Block.__call__ in its place, as the findings were
+    # made. The named policy keeps what named_block names, so it runs the chapter's named_block.
+    ns.setdefault("chapter_named_block", ns["named_block"])
+    ns["named_block"] = (ns["chapter_named_block"] if remat == "named"
+                         else lambda block, x: block(x))
+    rematerialised = ns["scanned"](ns["POLICIES"][remat])
 
     def run_blocks(stacked, x):
-        return full_remat(stacked, ns["pin_activations"](x))  # pin: Auto axes only
+        return rematerialised(stacked, ns["pin_activations"](x))  # pin: Auto axes only
 
     def cast(tree):  # mixed precision: float32 parameters, bfloat16 computation
         return jax.tree.map(lambda a: a.astype(jnp.bfloat16) if bf16 and a.dtype == jnp.float32
@@ -501,7 +507,7 @@ def summarize(found):
     return {op: {**row, "dtypes": sorted(row["dtypes"])} for op, row in table.items()}
 
 
-def predicted_volume(ns, strategy, chip, mesh_shape):
+def predicted_volume(ns, strategy, chip, mesh_shape, remat="full"):
     """The cost model's collectives (V per kind, and the bytes each device sends: (X-1)/X of V,
     twice for an all-reduce) and memory per chip for this strategy and slice, if it has them."""
     name = COST_MODEL_NAME[strategy]
@@ -509,7 +515,7 @@ def predicted_volume(ns, strategy, chip, mesh_shape):
         return None
     _, _, found = ns["strategy_volumes"](name, ns["BIG"], ns["CHIPS"][chip]["chips"],
                                          mesh=mesh_shape)
-    p = ns["predict"](name, ns["BIG"], chip, mesh=mesh_shape)
+    p = ns["predict"](name, ns["BIG"], chip, mesh=mesh_shape, remat=remat)
     sent = defaultdict(float)
     for op, size, volume in found:
         sent[op] += (2 if op == "all-reduce" else 1) * (size - 1) / size * volume
@@ -526,15 +532,17 @@ def argument_bytes(abstract):
     return total
 
 
-def compile_one(ns, topology, devices, strategy, args):
+def compile_one(ns, topology, devices, strategy, args, remat="full"):
     nnx = ns["nnx"]
     start, cpu_start = time.perf_counter(), time.process_time()
     step, abstract, mesh, rules = build_step(ns, strategy, devices, bf16=not args.f32,
-                                             donate=not args.no_donate, batch=args.batch)
+                                             donate=not args.no_donate, batch=args.batch,
+                                             remat=remat)
     chip = COST_MODEL_CHIP.get(topology)
     record = {"topology": topology, "strategy": strategy, "mesh": dict(mesh.shape),
+              "remat": remat,
               "predicted": predicted_volume(ns, strategy, chip, (mesh.shape["data"],
-                                                                  mesh.shape["model"])),
+                                                                  mesh.shape["model"]), remat),
               "device_kind": devices[0].device_kind, "bf16": not args.f32,
               "donated": not args.no_donate}
     record["argument_bytes"] = argument_bytes(abstract)
@@ -585,6 +593,50 @@ def compile_one(ns, topology, devices, strategy, args):
     record["sent_bytes"] = sum(row["sent_bytes"] for row in record["summary"].values())
     record["hlo"] = text
     return record, compiled
+
+
+# Section 5's policies, the one that recomputes less first.
+REMAT_POLICIES = ("named", "full")
+
+
+def remat_choice(ns, topology, devices, strategy, args):
+    """The cost model's cheapest remat policy that fits this strategy on this slice, and the
+    compiler's verdict on the named policy: confirming it where the model chose it, and as the
+    negative control where the model rejected it for memory and chose full remat. None where
+    the model has no such strategy or slice, or no policy fits (full remat's own compile, in
+    the main records, is the compiler's verdict there)."""
+    name, chip = COST_MODEL_NAME[strategy], COST_MODEL_CHIP.get(topology)
+    if name is None or chip is None:
+        return None
+    mesh_shape = STRATEGIES[strategy][0](len(devices))
+    predicted = {}
+    for remat in REMAT_POLICIES:
+        p = ns["predict"](name, ns["BIG"], chip, mesh=mesh_shape, remat=remat)
+        predicted[remat] = {key: p[key] for key in ("memory", "fits", "overlapped", "serial")}
+    fitting = [remat for remat in REMAT_POLICIES if predicted[remat]["fits"]]
+    if not fitting:
+        return None
+    # Cheapest by the step's lower bound (perfect overlap); the upper bound is kept to show
+    # whether the two agree.
+    choice = min(fitting, key=lambda remat: predicted[remat]["overlapped"])
+    record = {"topology": topology, "strategy": strategy, "predicted": predicted,
+              "choice": choice, "role": "choice" if choice == "named" else "control"}
+    compiled, _ = compile_one(ns, topology, devices, strategy, args, remat="named")
+    record["named"] = {key: compiled.get(key) for key in ("oom", "fits", "seconds", "error")}
+    record["named"]["peak"] = compiled["memory"]["peak"] if "memory" in compiled else None
+    record["named"]["hbm_limit"] = compiled.get("hbm_limit") or compiled.get("oom_limit")
+    return record
+
+
+def print_choice(c):
+    p, named = c["predicted"], c["named"]
+    verdict = "OUT OF MEMORY" if named["oom"] else "fits" if named["fits"] else "does not fit"
+    peak = f", peak {named['peak'] / 1e9:.2f} GB" if named.get("peak") else ""
+    named_fits = "fits" if p["named"]["fits"] else "no fit"
+    print(f"{c['topology']:<9} {c['strategy']:<19} model: named "
+          f"{p['named']['memory'] / 1e9:.1f} GB ({named_fits}), full "
+          f"{p['full']['memory'] / 1e9:.1f} GB; cheapest that fits: {c['choice']} "
+          f"({c['role']}); compiler, named: {verdict}{peak}")
 
 
 def print_record(r):
@@ -644,6 +696,9 @@ def main():
                         help="no second compile at a quarter of the batch after out of memory")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--hlo-dir", type=Path, default=None)
+    parser.add_argument("--remat-choice", nargs="*", default=[], metavar="TOPOLOGY",
+                        help="on these slices, the model's cheapest remat policy that fits, "
+                             "with the compiler's verdict on the named policy")
     args = parser.parse_args()
     begin = time.perf_counter()
     ns = chapter_namespace()
@@ -677,6 +732,16 @@ def main():
                 (args.hlo_dir / f"{safe}.hlo.txt").write_text(record["hlo"])
             record.pop("hlo", None)
             records.append(record)
+    choices = []
+    for topology in args.remat_choice:
+        devices = get_devices(topology)
+        for strategy in args.strategy:
+            if STRATEGIES[strategy][0](len(devices))[0] < 1:
+                continue
+            choice = remat_choice(ns, topology, devices, strategy, args)
+            if choice is not None:
+                print_choice(choice)
+                choices.append(choice)
     total = time.perf_counter() - begin
     print(f"\n{'topology':<9} {'strategy':<19} {'compile s':>9} {'peak GB':>8} {'model GB':>8} "
           f"{'ratio':>6} {'sent GB':>8} {'model GB':>8} {'ratio':>6}  verdict (compiler / model)")
@@ -714,10 +779,11 @@ def main():
                   "jax": jax.__version__, "libtpu": libtpu, "model": ns["BIG"],
                   "bf16": not args.f32,
                   "donated": not args.no_donate, "batch": args.batch,
-                  "topologies": args.topology, "strategies": args.strategy}
+                  "topologies": args.topology, "strategies": args.strategy,
+                  "remat_choice_topologies": args.remat_choice}
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({**inputs, "seconds": total, "records": records},
-                                        indent=1, default=str))
+        args.json.write_text(json.dumps({**inputs, "seconds": total, "records": records,
+                                         "remat_choice": choices}, indent=1, default=str))
 
 
 if __name__ == "__main__":

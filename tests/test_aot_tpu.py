@@ -353,6 +353,42 @@ DATA = {"model": {"layers": 18, "width": 2048, "heads": 16, "vocab": 32_000, "co
 GRADIENTS = gradient_bytes(None, DATA)
 
 
+# --- the cheapest remat policy that fits (issue 42): the cost model chooses, the compiler
+# confirms. make test-aot asks for it on the v5e-8, the slice whose HBM binds (--remat-choice).
+REMAT_TOPOLOGY = "v5e:2x4"
+
+
+def remat_choice_problems(choice):
+    """The compiler's verdict on section 5's named policy against the model's: where the model
+    chose it as the cheapest policy that fits, it compiles and fits; where the model rejected
+    it for memory and chose full remat (the control), it does not fit."""
+    named = choice["named"]
+    where = f"{choice['topology']} {choice['strategy']}"
+    if named.get("error") and not named.get("oom"):
+        return [f"{where}: the named policy's compile failed for another reason than memory "
+                f"({named['error']})"]
+    compiler = not named.get("oom") and bool(named.get("fits"))
+    model = choice["predicted"]["named"]["fits"]
+    if compiler != model:
+        return [f"{where}: the model says the named policy {'fits' if model else 'does not fit'}"
+                f" ({choice['predicted']['named']['memory'] / 1e9:.2f} GB, so it chose "
+                f"{choice['choice']}), the compiler says {'fits' if compiler else 'does not fit'}"]
+    return []
+
+
+def test_the_cheapest_remat_policy_that_fits_is_confirmed_by_the_compiler():
+    data = load()
+    if REMAT_TOPOLOGY not in data.get("remat_choice_topologies", []):
+        (pytest.fail if REQUIRED else pytest.skip)(
+            f"{AOT_JSON.name} has no remat choice for {REMAT_TOPOLOGY} (make test-aot asks for "
+            "one with --remat-choice)")
+    choices = [c for c in data["remat_choice"] if c["topology"] == REMAT_TOPOLOGY]
+    problems = [problem for choice in choices for problem in remat_choice_problems(choice)]
+    assert not problems, problems
+    # Both outcomes present, so that the check could fail either way on this slice.
+    assert {choice["role"] for choice in choices} == {"choice", "control"}, choices
+
+
 def fake(strategy="FSDP (annotated)", topology="v5e:2x4", mesh=(8, 1), peak=8e9, predicted=8e9,
          fits=True, sent=5e9, predicted_sent=5e9, summary=None, collectives=()):
     return {"topology": topology, "strategy": strategy,
@@ -454,3 +490,20 @@ def test_rule_stale_json_is_told(tmp_path):
     assert "jax" in stale_because(fresh | {"jax": "0.7.2"})
     assert "libtpu" in stale_because(fresh | {"libtpu": "0.0.42.1"})
     assert "step" in stale_because(fresh | {"bf16": False})
+
+
+def test_rule_remat_choice_disagreements_are_caught():
+    chose_named = {"topology": "v5e:2x4", "strategy": "FSDP (annotated)", "choice": "named",
+                   "role": "choice", "predicted": {"named": {"memory": 15e9, "fits": True},
+                                                   "full": {"memory": 9e9, "fits": True}},
+                   "named": {"oom": False, "fits": True, "peak": 14e9}}
+    assert remat_choice_problems(chose_named) == []
+    assert remat_choice_problems(chose_named | {"named": {"oom": True, "fits": None}})
+    assert remat_choice_problems(chose_named | {"named": {"oom": False, "fits": False}})
+    control = chose_named | {"choice": "full", "role": "control",
+                             "predicted": {"named": {"memory": 22e9, "fits": False},
+                                           "full": {"memory": 16e9, "fits": True}},
+                             "named": {"oom": True, "fits": None}}
+    assert remat_choice_problems(control) == []
+    assert remat_choice_problems(control | {"named": {"oom": False, "fits": True, "peak": 15e9}})
+    assert remat_choice_problems(chose_named | {"named": {"oom": False, "error": "ValueError"}})
