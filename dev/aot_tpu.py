@@ -616,8 +616,8 @@ def remat_choice(ns, topology, devices, strategy, args):
     fitting = [remat for remat in REMAT_POLICIES if predicted[remat]["fits"]]
     if not fitting:
         return None
-    # Cheapest by the step's lower bound (perfect overlap); the upper bound is kept to show
-    # whether the two agree.
+    # Cheapest by the step's lower bound (perfect overlap); the upper bound (no overlap) is
+    # recorded beside it, and on the slices compiled here it orders the policies the same way.
     choice = min(fitting, key=lambda remat: predicted[remat]["overlapped"])
     record = {"topology": topology, "strategy": strategy, "predicted": predicted,
               "choice": choice, "role": "choice" if choice == "named" else "control"}
