@@ -13,7 +13,7 @@ MNIST_FILES := train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images
 # Stable hashing, so nothing in an output depends on a random seed.
 export PYTHONHASHSEED := 0
 
-.PHONY: help install data book test test-compat test-isa test-tpu-vm test-aot test-mutants tpu-run conclusions lint bench bench-gpt execute execute-all clean
+.PHONY: help install data book test test-compat test-isa test-tpu-vm test-aot aot-record test-mutants tpu-run conclusions lint bench bench-gpt execute execute-all clean
 
 help:
 	@echo "make book    build the website into _build/html"
@@ -75,9 +75,10 @@ book: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check notebooks benchmarks tests tools dev book/_ext
 
+# TEST_ARGS: more pytest arguments (.ci/run leaves out the chapters its `make test-isa` compares)
 test: $(STAMP) data
 	bash dev/ensure_chromium.sh
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(TEST_ARGS)
 
 # Every chapter alone in an empty folder, with Colab's versions on Python 3.13
 # (requirements-colab.txt); any error cell fails. Outputs are not compared.
@@ -103,22 +104,33 @@ test-tpu-vm: $(STAMP) data
 
 # Chapter 16's strategies compiled ahead of time for TPU slices by libtpu's compiler on this
 # CPU (dev/aot_tpu.py, in .venv-aot, which dev/aot_venv.sh builds: the book's .venv never gets
-# libtpu), into one JSON, then tests/test_aot_tpu.py checks the chapter's cost model against it
-# (CONTRIBUTING.md, "Chapter 16 against the TPU compiler"). One libtpu process at a time: the
-# compiles run one after another in one process. ALLOW_MULTIPLE_LIBTPU_LOAD: the compiles use
-# no chip, so they do not take libtpu's lock on the chips (/tmp/libtpu_lockfile), which another
-# process of this machine (the TPU VM walk's kernel) may hold. The multi-host v4 slice is a
-# manual option, AOT_TOPOLOGIES="v5e:2x4 v6e:2x4 v4:2x2x1 v4:2x2x4" (the cost model has no
-# row for it: its records are printed, not checked).
-AOT_OUT ?= _build/aot/aot_tpu.json
+# libtpu). `make aot-record` compiles every strategy for every slice (about 12 minutes of one
+# core) into the committed record tests/aot_tpu.json, which tests/test_aot_tpu.py checks against
+# the chapter's cost model (in `make test`; CONTRIBUTING.md, "Chapter 16 against the TPU
+# compiler"). Run it when chapter 16's cells that the tool executes, the tool or the pins change:
+# the record names their hashes and versions, and a stale one fails the test. `make test-aot`
+# (CI) compiles a sample again, one strategy on each slice plus its remat choice on the v5e-8,
+# requires each to equal the committed record's (`--compare`, timings aside), then runs the
+# checks on the record. One libtpu process at a time: the compiles run one after another in one
+# process. ALLOW_MULTIPLE_LIBTPU_LOAD: the compiles use no chip, so they do not take libtpu's
+# lock on the chips (/tmp/libtpu_lockfile), which another process of this machine (the TPU VM
+# walk's kernel) may hold. The multi-host v4 slice is a manual option of dev/aot_tpu.py
+# (--topology v4:2x2x4; the cost model has no row for it: its records are printed, not checked).
+AOT_RECORD := tests/aot_tpu.json
 AOT_TOPOLOGIES ?= v5e:2x4 v6e:2x4 v4:2x2x1
 AOT_STRATEGIES ?= "data parallel" "FSDP (annotated)" "tensor + sequence" "2-D (data x model)"
+AOT_SAMPLE ?= "tensor + sequence"
+AOT_RUN = JAX_PLATFORMS=cpu TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=1 .venv-aot/bin/python \
+  dev/aot_tpu.py --topology $(AOT_TOPOLOGIES) --remat-choice v5e:2x4
+aot-record: $(STAMP)
+	bash dev/aot_venv.sh
+	$(AOT_RUN) --strategy $(AOT_STRATEGIES) --json $(AOT_RECORD)
+	JAXBOOK_AOT_JSON=$(AOT_RECORD) $(BIN)/python -m pytest tests/test_aot_tpu.py
+
 test-aot: $(STAMP)
 	bash dev/aot_venv.sh
-	JAX_PLATFORMS=cpu TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=1 .venv-aot/bin/python \
-	  dev/aot_tpu.py --topology $(AOT_TOPOLOGIES) --strategy $(AOT_STRATEGIES) \
-	  --remat-choice v5e:2x4 --json $(AOT_OUT)
-	JAXBOOK_AOT_JSON=$(AOT_OUT) $(BIN)/python -m pytest tests/test_aot_tpu.py
+	$(AOT_RUN) --strategy $(AOT_SAMPLE) --compare $(AOT_RECORD) --json _build/aot/sample.json
+	JAXBOOK_AOT_JSON=$(AOT_RECORD) $(BIN)/python -m pytest tests/test_aot_tpu.py
 
 # On a TPU (a TPU VM set up by tools/tpu_vm_install.sh): run chapters, each in a process of
 # its own (one process holds the chip), and put the runs into tests/tpu_record.json, which

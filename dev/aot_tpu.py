@@ -24,9 +24,12 @@ float32 as the chapter's small run does), every block rematerialised in full ins
 and optimizer state donated (`--no-donate` compiles the step as `make_train_step` jits it).
 
 It needs libtpu, which must not enter the book's .venv (the CPU chapters' outputs must not
-change). `make test-aot` builds a separate environment, .venv-aot (dev/aot_venv.sh), runs this
-tool for v5e:2x4, v6e:2x4 and v4:2x2x1 on the strategies the cost model prices, and checks the
-JSON with tests/test_aot_tpu.py. By hand:
+change): dev/aot_venv.sh builds .venv-aot. `make aot-record` runs this tool for v5e:2x4,
+v6e:2x4 and v4:2x2x1 on the strategies the cost model prices and writes the committed record,
+tests/aot_tpu.json, which tests/test_aot_tpu.py checks (in `make test`). `make test-aot` (CI)
+compiles a sample of it again (`--compare`: every sampled record must equal the committed
+one, timings aside) and runs those checks; a record made from other code fails them.
+By hand:
 
     python3.12 -m venv /tmp/venv-aot
     /tmp/venv-aot/bin/pip install 'jax[tpu]==0.12.0.1' flax==0.12.12 optax==0.2.8 numpy
@@ -37,7 +40,8 @@ JSON with tests/test_aot_tpu.py. By hand:
 Options: --topology (several), --strategy (several; default all), --f32, --no-donate,
 --batch (global sequences, default BIG's), --json FILE, --hlo-dir DIR (the compiled HLO of each),
 --remat-choice TOPOLOGY... (on these slices, the cost model's cheapest remat policy that fits each
-strategy, and the compiler's verdict on section 5's named policy: dev/aot_findings.md).
+strategy, and the compiler's verdict on section 5's named policy: dev/aot_findings.md),
+--compare RECORD (the new records against a committed one).
 """
 
 import argparse
@@ -696,6 +700,10 @@ def main():
                         help="no second compile at a quarter of the batch after out of memory")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument("--hlo-dir", type=Path, default=None)
+    parser.add_argument("--compare", type=Path, default=None, metavar="RECORD",
+                        help="after compiling, require every record (and remat choice) to "
+                             "equal RECORD's of the same slice and strategy, timings aside; "
+                             "exit 1 when one differs")
     parser.add_argument("--remat-choice", nargs="*", default=[], metavar="TOPOLOGY",
                         help="on these slices, the model's cheapest remat policy that fits, "
                              "with the compiler's verdict on the named policy")
@@ -765,8 +773,8 @@ def main():
     print(f"total {total:.1f} s")
     if args.json:
         # What the records depend on, so that a reader of the file (tests/test_aot_tpu.py) can
-        # tell a stale one: chapter 16's code (tpu_record's hash of its code cells), this
-        # tool's source, and the compiler's versions.
+        # tell a stale one: the chapter 16 cells this tool executes (tpu_record's hash of
+        # their code), this tool's source, and the compiler's versions.
         from importlib import metadata
 
         import tpu_record  # dev/, beside this file: standard library only
@@ -774,7 +782,7 @@ def main():
             libtpu = metadata.version("libtpu")
         except metadata.PackageNotFoundError:
             libtpu = None
-        inputs = {"chapter_hash": tpu_record.notebook_hash(NOTEBOOK),
+        inputs = {"cells": CELLS, "cells_hash": tpu_record.cells_hash(NOTEBOOK, CELLS),
                   "tool_hash": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
                   "jax": jax.__version__, "libtpu": libtpu, "model": ns["BIG"],
                   "bf16": not args.f32,
@@ -784,6 +792,48 @@ def main():
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**inputs, "seconds": total, "records": records,
                                          "remat_choice": choices}, indent=1, default=str))
+    if args.compare:
+        return compare(args.compare, records, choices)
+
+
+TIMINGS = {"seconds", "lower_s", "cpu_seconds"}  # differ from run to run; nothing else may
+
+
+def without_timings(value):
+    if isinstance(value, dict):
+        return {k: without_timings(v) for k, v in value.items() if k not in TIMINGS}
+    if isinstance(value, list):
+        return [without_timings(v) for v in value]
+    return value
+
+
+def compare(path, records, choices):
+    """0 when each new record and remat choice equals the committed one of its slice and
+    strategy (compiler output and the model's predictions, timings aside), else 1: the
+    committed record (tests/aot_tpu.json, `make aot-record`) is not what this code and these
+    versions compile."""
+    committed = json.loads(path.read_text())
+    differences = 0
+    for kind, new, old in (("record", records, committed["records"]),
+                           ("remat choice", choices, committed.get("remat_choice", []))):
+        by_key = {(r["topology"], r["strategy"]): r for r in old}
+        for r in new:
+            key = (r["topology"], r["strategy"])
+            if key not in by_key:
+                print(f"compare: {kind} {key} is not in {path}")
+                differences += 1
+                continue
+            a, b = without_timings(r), without_timings(json.loads(json.dumps(by_key[key],
+                                                                             default=str)))
+            a = json.loads(json.dumps(a, default=str))
+            if a != b:
+                fields = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+                print(f"compare: {kind} {key} differs from {path.name} in {fields}")
+                differences += 1
+            else:
+                print(f"compare: {kind} {key} equals {path.name}'s")
+    print(f"compare: {len(records) + len(choices)} compiled, {differences} differ")
+    return 1 if differences else 0
 
 
 if __name__ == "__main__":

@@ -63,6 +63,15 @@ def notebook_hash(path: Path) -> str:
     return code_hash(json.loads(Path(path).read_text()))
 
 
+def cells_hash(path: Path, cell_ids) -> str:
+    """code_hash over only the code cells named in cell_ids, in that order (dev/aot_tpu.py's
+    record depends on these cells of chapter 16 and on no others). A missing cell counts as
+    empty, so that removing one changes the hash."""
+    cells = {cell.get("id"): cell for cell in json.loads(Path(path).read_text())["cells"]
+             if cell.get("cell_type") == "code"}
+    return code_hash({"cells": [cells.get(i, {"cell_type": "code"}) for i in cell_ids]})
+
+
 def load(path: Path = RECORD) -> dict:
     if Path(path).exists():
         record = json.loads(Path(path).read_text())

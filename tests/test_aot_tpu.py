@@ -1,14 +1,15 @@
 """Chapter 16's cost model against the TPU compiler, for real slices, without a TPU (issue 42).
 
-`make test-aot` compiles chapter 16's training step for each strategy the chapter's cost model
-prices (data parallel, FSDP, tensor + sequence parallel, 2-D) ahead of time for TPU slices,
-with libtpu's compiler on this CPU machine (dev/aot_tpu.py, in its own .venv-aot), and writes
-what the compiler did, with the cost model's predictions for the same step, mesh and slice,
-to one JSON file (default _build/aot/aot_tpu.json). This file reads it; it never imports
-libtpu. Without the file (plain `make test`), or with one made from other code (chapter 16's
-code cells, dev/aot_tpu.py, or the pinned jax or libtpu differ), the checks on it skip and
-say why; with the file named in $JAXBOOK_AOT_JSON (as `make test-aot` does) they fail
-instead. The checks of the rules themselves, on doctored records, always run.
+`make aot-record` compiles chapter 16's training step for each strategy the chapter's cost
+model prices (data parallel, FSDP, tensor + sequence parallel, 2-D) ahead of time for TPU
+slices, with libtpu's compiler on this CPU machine (dev/aot_tpu.py, in its own .venv-aot), and
+writes what the compiler did, with the cost model's predictions for the same step, mesh and
+slice, to the committed record tests/aot_tpu.json. This file reads it; it never imports
+libtpu. `make test-aot` (CI) compiles a sample again and requires it to equal the record.
+A record made from other code (chapter 16's cells that the tool executes, dev/aot_tpu.py, or
+the pinned jax or libtpu differ) fails test_the_record_is_current, and the checks on it skip
+(fail, with the file named in $JAXBOOK_AOT_JSON, as `make test-aot` does). The checks of the
+rules themselves, on doctored records, always run.
 
 Per slice and strategy:
 - the model's fits / does-not-fit verdict is the compiler's (RESOURCE_EXHAUSTED is "does not
@@ -38,8 +39,10 @@ from conftest import ROOT
 sys.path.insert(0, str(ROOT / "dev"))
 import tpu_record  # noqa: E402  (standard library only: the chapter's code hash)
 
-AOT_JSON = Path(os.environ.get("JAXBOOK_AOT_JSON", ROOT / "_build" / "aot" / "aot_tpu.json"))
-# Named explicitly (as `make test-aot` does): an absent or stale file fails instead of skipping.
+RECORD = ROOT / "tests" / "aot_tpu.json"  # committed: `make aot-record` writes it
+AOT_JSON = Path(os.environ.get("JAXBOOK_AOT_JSON", RECORD))
+# Named explicitly (as `make test-aot` does): an absent or stale file fails every check instead
+# of skipping it. The committed record must always be current: test_the_record_is_current.
 REQUIRED = "JAXBOOK_AOT_JSON" in os.environ
 NOTEBOOK = ROOT / "notebooks" / "16_sharding_transformer.ipynb"
 TOOL = ROOT / "dev" / "aot_tpu.py"
@@ -82,7 +85,7 @@ MISSES = {
     ("v4:2x2x1", "FSDP (annotated)", "memory"): (0.84, FSDP_PEAK),
 }
 
-STALE = "{} was made from other code ({}): run `make test-aot` again"
+STALE = "{} was made from other code ({}): run `make aot-record` again"
 ABSENT = (f"no {AOT_JSON.relative_to(ROOT) if AOT_JSON.is_relative_to(ROOT) else AOT_JSON}: "
           "`make test-aot` compiles chapter 16's strategies for TPU slices and writes it "
           "(it needs .venv-aot with libtpu, which dev/aot_venv.sh builds)")
@@ -101,8 +104,9 @@ def libtpu_pin():
 def stale_because(data):
     """Why this JSON does not describe the code here (None when it does)."""
     reasons = []
-    if data.get("chapter_hash") != tpu_record.notebook_hash(NOTEBOOK):
-        reasons.append("chapter 16's code cells changed")
+    cells = data.get("cells") or []
+    if not cells or data.get("cells_hash") != tpu_record.cells_hash(NOTEBOOK, cells):
+        reasons.append("chapter 16's code cells that dev/aot_tpu.py executes changed")
     if data.get("tool_hash") != hashlib.sha256(TOOL.read_bytes()).hexdigest():
         reasons.append("dev/aot_tpu.py changed")
     if data.get("jax") != requirement("jax"):
@@ -112,6 +116,15 @@ def stale_because(data):
     if not data.get("bf16", False) or not data.get("donated", False) or data.get("batch"):
         reasons.append("not the cost model's step (bf16 compute, donated state, BIG's batch)")
     return "; ".join(reasons) or None
+
+
+def test_the_record_is_current():
+    # The committed record is what `make aot-record` compiles from the code here: chapter 16's
+    # cells that the tool executes, the tool and the pins. Stale, it fails here (and every
+    # check below skips), as a chapter whose code changed without re-executing fails nbval.
+    assert AOT_JSON.exists(), ABSENT
+    reason = stale_because(json.loads(AOT_JSON.read_text()))
+    assert reason is None, STALE.format(AOT_JSON.name, reason)
 
 
 def load():
@@ -480,12 +493,15 @@ def test_rule_f32_gradients_are_seen():
 
 
 def test_rule_stale_json_is_told(tmp_path):
-    fresh = {"chapter_hash": tpu_record.notebook_hash(NOTEBOOK),
+    cells = ["c16-imports", "c16-cost-model"]
+    fresh = {"cells": cells, "cells_hash": tpu_record.cells_hash(NOTEBOOK, cells),
              "tool_hash": hashlib.sha256(TOOL.read_bytes()).hexdigest(),
              "jax": requirement("jax"), "libtpu": libtpu_pin(), "bf16": True, "donated": True,
              "batch": None}
     assert stale_because(fresh) is None
-    assert "chapter 16" in stale_because(fresh | {"chapter_hash": "0" * 64})
+    assert "chapter 16" in stale_because(fresh | {"cells_hash": "0" * 64})
+    assert "chapter 16" in stale_because(fresh | {"cells": cells[:1]})
+    assert "chapter 16" in stale_because({k: v for k, v in fresh.items() if k != "cells"})
     assert "aot_tpu.py" in stale_because(fresh | {"tool_hash": "0" * 64})
     assert "jax" in stale_because(fresh | {"jax": "0.7.2"})
     assert "libtpu" in stale_because(fresh | {"libtpu": "0.0.42.1"})
