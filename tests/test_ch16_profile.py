@@ -26,7 +26,8 @@ from conftest import NOTEBOOK_DIR, load, source
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "ch18_tpu_v5e_padded.xplane.pb"
 CHAPTER = load(NOTEBOOK_DIR / "16_sharding_transformer.ipynb")
 CELL = next(source(cell) for cell in CHAPTER["cells"] if cell.get("id") == "c16-cal-step")
-NAMES = ("HLO_INSTRUCTION", "HLO_COMPUTATION", "operation_kinds", "operation_milliseconds")
+NAMES = ("HLO_INSTRUCTION", "HLO_COMPUTATION", "operation_kinds", "operation_times",
+         "operation_milliseconds")
 
 # One instruction of each kind; the fusions' computations hold what decides their kind.
 HLO = """HloModule jit_train_step, entry_computation_layout={()->f32[]}
