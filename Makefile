@@ -104,7 +104,7 @@ test-tpu-vm: $(STAMP) data
 
 # Chapter 16's strategies compiled ahead of time for TPU slices by libtpu's compiler on this
 # CPU (dev/aot_tpu.py, in .venv-aot, which dev/aot_venv.sh builds: the book's .venv never gets
-# libtpu). `make aot-record` compiles every strategy for every slice (about 12 minutes of one
+# libtpu). `make aot-record` compiles every strategy for every slice (about 14 minutes of one
 # core) into the committed record tests/aot_tpu.json, which tests/test_aot_tpu.py checks against
 # the chapter's cost model (in `make test`; CONTRIBUTING.md, "Chapter 16 against the TPU
 # compiler"). Run it when chapter 16's cells that the tool executes, the tool or the pins change:

@@ -1,4 +1,4 @@
-"""Other device counts: chapters 12, 13 and 16 run with 1, 2 and 4 devices.
+"""Other device counts: chapters 12, 13 and 16 run with 1, 2 and 4 devices (16 with 1 and 2).
 
 The stored outputs come from 8 simulated CPU devices, the default on a machine without an
 accelerator. A single-chip runtime (Colab's TPU v5e-1) has one device, a TPU v4-8 has
@@ -25,6 +25,11 @@ from nbclient import NotebookClient
 from conftest import NOTEBOOK_DIR, output_text
 
 CHAPTERS = ["12_data_parallel.ipynb", "13_multi_host.ipynb", "16_sharding_transformer.ipynb"]
+# Chapter 16 takes minutes a run; with 4 devices its meshes split as with 2 and 8 (both run in
+# every CI run), and its asserted conclusions with 4 devices are measured by
+# `dev/conclusions.py matrix --platform cpu-dev4` (CONTRIBUTING.md), so CI leaves that run out.
+SKIPPED = {("16_sharding_transformer.ipynb", 4): "covered by 2 and 8 devices here and by "
+           "dev/conclusions.py's cpu-dev4 platform (CI time)"}
 
 
 def execute_copy(name, tmp_path):
@@ -42,6 +47,8 @@ def execute_copy(name, tmp_path):
 @pytest.mark.parametrize("num_devices", [1, 2, 4])
 @pytest.mark.parametrize("name", CHAPTERS)
 def test_chapter_runs_on_fewer_devices(name, num_devices, tmp_path, monkeypatch):
+    if (name, num_devices) in SKIPPED:
+        pytest.skip(SKIPPED[name, num_devices])
     monkeypatch.setenv("JAX_NUM_CPU_DEVICES", str(num_devices))
     data_root = os.environ.get("JAXBOOK_DATA", str(NOTEBOOK_DIR.parent / "data"))
     monkeypatch.setenv("JAXBOOK_DATA", data_root)
