@@ -67,10 +67,16 @@ data:
 
 # The English site into _build/html, then the Chinese edition (book root zh/) into
 # _build/html/zh, where the language switch on every page expects it.
+# A build that started from nothing (every page read) leaves a stamp that lets `make test`
+# reuse it while no file changes (dev/site_stamp.py).
 book: $(STAMP)
+	@rm -f _build/html/.built-from
+	$(eval BOOK_FULL := $(if $(wildcard _build/.doctrees zh/_build/.doctrees),,yes))
+	$(eval BOOK_START := $(shell date +%s))
 	$(BIN)/jupyter-book build . --toc book/_toc.yml --config _config.yml -W -n --keep-going
 	$(BIN)/jupyter-book build zh -W -n --keep-going  # its own zh/_toc.yml and zh/_config.yml
 	rm -rf _build/html/zh && cp -r zh/_build/html _build/html/zh
+	$(if $(BOOK_FULL),$(BIN)/python dev/site_stamp.py write $$(( $$(date +%s) - $(BOOK_START) )))
 
 lint: $(STAMP)
 	$(BIN)/ruff check notebooks benchmarks tests tools dev book/_ext
