@@ -15,6 +15,10 @@ The faults of a chapter are in tests/mutants/NN_name.json (NN_name: its notebook
      "find": "...", "replace": "...",        an exact substring of that cell, found once
      "bug": "what real mistake it stands for",
      "ci": true,                             optional: part of the CI subset
+     "tests": ["tests/test_x.py::test_y"],   optional: tests that also read the chapter
+                                             (JAXBOOK_MUTANT_NOTEBOOK names the copy), run
+                                             when every cell passed: for code that only a
+                                             TPU exercises, checked on a recorded TPU trace
      "equivalent": "why it is harmless"}     optional: a survivor that changes nothing real
 
 A run applies the fault to a fresh copy of the chapter in a temporary folder and then:
@@ -165,6 +169,27 @@ def run_code_fault(copy: Path, workdir: Path, timeout: int, first_cell: int) -> 
     return verdict, f"{where}: {how}; {lines[-1][:160] if lines else ''}"
 
 
+def run_tests_on_copy(copy: Path, tests: list[str], timeout: int) -> tuple[str, str]:
+    """The fault's own tests, with JAXBOOK_MUTANT_NOTEBOOK naming the mutated copy: caught on
+    a failed assert, broken on any other error."""
+    env = {**os.environ, "JAXBOOK_MUTANT_NOTEBOOK": str(copy), "PYTHONHASHSEED": "0"}
+    env.setdefault("JAXBOOK_DATA", str(ROOT / "data"))
+    command = [sys.executable, "-m", "pytest", *tests, "-x", "-q", "-p", "no:cacheprovider"]
+    try:
+        result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
+                                timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return "broken", "its tests timed out"
+    if result.returncode == 0:
+        return "SURVIVED", "every cell and its tests passed"
+    output = ANSI.sub("", result.stdout + result.stderr)
+    failed = re.search(r"^FAILED (\S+)", output, re.M)
+    where = failed.group(1) if failed else "its tests"
+    if re.search(r"^E\s+(AssertionError|assert )", output, re.M):
+        return "caught", f"{where}: assert"
+    return "broken", f"{where}: {output[-300:]}"
+
+
 def run_prose_fault(original: Path, copy: Path) -> tuple[str, str]:
     """Caught when the prose check reports a number of the mutated chapter that it does not
     report in the chapter as it is."""
@@ -197,6 +222,8 @@ def run_fault(fault: dict, timeout: int = 900) -> dict:
             code_ids = [cell.get("id") for cell in notebook["cells"] if cell["cell_type"] == "code"]
             verdict, detail = run_code_fault(copy, workdir, timeout,
                                              code_ids.index(fault["cell"]))
+            if verdict == "SURVIVED" and fault.get("tests"):
+                verdict, detail = run_tests_on_copy(copy, fault["tests"], timeout)
     if verdict == "SURVIVED" and fault.get("equivalent"):
         verdict = "equivalent"
     return {**fault, "verdict": verdict, "detail": detail,

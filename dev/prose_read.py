@@ -83,6 +83,8 @@ OTHER_UNITS = {
     "steps/s": "steps/s", "tokens/s": "tokens/s", "it/s": "it/s", "s/it": "s/it",
     "examples per second": "examples/s", "samples per second": "examples/s",
     "images per second": "examples/s", "steps per second": "steps/s",
+    "tokens per second": "tokens/s", "useful tokens per second": "tokens/s",
+    "useful tokens/s": "tokens/s",  # chapter 20's serving counts only the requests' tokens
 }
 # Counts: a bare number in the outputs or the code may stand for them.
 COUNT_UNITS = {

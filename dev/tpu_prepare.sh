@@ -15,6 +15,10 @@
 #   qwix 0.1.8          jax, jaxlib, flax>=0.12.0, numpy, opt_einsum, absl-py: no upper
 #                       bounds; the machine's index gives flax 0.12.8 (seen in issue 40's run)
 #   portpicker 1.6.0    psutil; grain's only need that the machine's index lacks
+#   xprof 2.24.2        (py3-none, manylinux_2_27; 32 MB) chapter 18 uses only its converter,
+#                       xprof.convert.raw_to_tool_data, which needs protobuf (installed from
+#                       the index); the rest of its needs (gviz-api, cheroot, werkzeug, fsspec,
+#                       google-cloud-storage, duckdb, ...) serve its web server, not used there
 # Every other need (absl-py, cloudpickle, etils, protobuf, psutil, flax, opt_einsum) is in
 # the machine's index; dev/tpu_setup.sh installs them from there first and then only the
 # carried wheels whose distribution is still missing.
@@ -29,7 +33,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 WHEELS=.whl-tpu
 DATA=.tpu-data
-PINS=(grain==0.2.18 array-record==0.8.6 qwix==0.1.8 portpicker==1.6.0)
+PINS=(grain==0.2.18 array-record==0.8.6 qwix==0.1.8 portpicker==1.6.0 xprof==2.24.2)
 SHARED=${JAXBOOK_SHARED_DATA:-../shared/data}
 LOCAL=${JAXBOOK_DATA:-data}
 MNIST_FILES=(train-images-idx3-ubyte.gz train-labels-idx1-ubyte.gz t10k-images-idx3-ubyte.gz

@@ -12,7 +12,7 @@
 #   2. torch, the CPU build, from the wheel folder (JAXBOOK_TPU_TORCH=0 skips it: only
 #      chapters 0, 7 to 10, 12 and 14 need it);
 #   3. the wheels that dev/tpu_prepare.sh downloaded into .whl-tpu/ on a machine with
-#      PyPI (grain, array-record, qwix, portpicker), --no-deps, each only where its
+#      PyPI (grain, array-record, qwix, portpicker, xprof), --no-deps, each only where its
 #      distribution is not installed yet;
 #   4. removes any jax, jaxlib, numpy, scipy, ml_dtypes, opt_einsum or libtpu that pip put into the
 #      folder beside the machine's own, then prints the version of every module the chapters

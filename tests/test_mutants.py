@@ -29,7 +29,9 @@ def test_faults_are_well_formed():
         assert {"id", "cell", "find", "replace", "bug"} <= set(fault), fault
         assert len(fault["bug"]) > 15, f"{fault['id']}: say what real mistake it stands for"
         assert set(fault) <= {"id", "chapter", "cell", "find", "replace", "bug", "ci",
-                              "equivalent"}, fault
+                              "equivalent", "tests"}, fault
+        for test in fault.get("tests", []):  # a test file of tests/, optionally ::a_test
+            assert (ROOT / test.split("::")[0]).is_file(), f"{fault['id']}: no {test}"
 
 
 def test_every_chapter_has_faults_and_a_ci_fault():
