@@ -1,6 +1,6 @@
 """Run every chapter alone, as a Colab reader would, and fail on any error cell.
 
-Usage: python dev/run_compat.py [notebooks/NN_name.ipynb ...]
+Usage: python dev/run_compat.py [--recorded NN ...] [notebooks/NN_name.ipynb ...]
 
 `make test-compat` runs this with the interpreter of a second venv that holds Colab's
 versions (see requirements-colab.txt). Each notebook is copied into an empty folder of
@@ -8,8 +8,16 @@ its own (nothing from the repository beside it) and executed top to bottom in a 
 kernel; only JAXBOOK_DATA is set, as the README tells a reader. Outputs are not compared
 with the committed ones (the versions differ); an error in any cell fails the run.
 Nothing is written back into the repository.
+
+--recorded NN ...: these chapters are not run again when the conclusions table
+(tests/conclusions.json, `make conclusions`) holds a `colab` run of their current code (the
+hash of their code cells, dev/tpu_record.py's code_hash) with the JAX of
+requirements-colab.txt: dev/conclusions.py keeps only runs that finished with no error cell,
+so that run is this check, made earlier and recorded. A chapter whose code changed since is
+run here as any other. CI passes the longest training chapters (.ci/run says why).
 """
 
+import json
 import os
 import re
 import shutil
@@ -71,7 +79,29 @@ def run_alone(path: Path) -> tuple[float, str | None]:
         return seconds, "\n".join(errors) or None
 
 
-def main(names: list[str]) -> int:
+def recorded_run(path: Path) -> str | None:
+    """Why this chapter need not run again: its current code's recorded Colab run, or None."""
+    sys.path.insert(0, str(ROOT / "dev"))
+    import tpu_record  # standard library only
+
+    table = json.loads((ROOT / "tests" / "conclusions.json").read_text())
+    run = table["chapters"].get(path.name, {}).get("platforms", {}).get("colab")
+    pin = re.search(r"^jax==(\S+)", (ROOT / "requirements-colab.txt").read_text(), re.M)
+    if not run or not pin or run.get("jax") != pin.group(1):
+        return None
+    if run.get("code_sha256") != tpu_record.code_hash(json.loads(path.read_text())):
+        return None
+    return (f"its current code ran with JAX {run['jax']} and no error cell on "
+            f"{run['date'][:10]} (tests/conclusions.json, colab)")
+
+
+def main(argv: list[str]) -> int:
+    recorded = set()
+    if argv[:1] == ["--recorded"]:
+        argv = argv[1:]
+        while argv and re.fullmatch(r"\d\d", argv[0]):
+            recorded.add(argv.pop(0))
+    names = argv
     paths = [Path(n) for n in names] or sorted((ROOT / "notebooks").glob("*.ipynb"))
     import jax
 
@@ -79,14 +109,21 @@ def main(names: list[str]) -> int:
           f"JAXBOOK_DATA={os.environ.get('JAXBOOK_DATA', '(unset)')}")
     failed = {}
     total = time.perf_counter()
+    skipped = 0
     for path in paths:
+        why = recorded_run(path) if path.name[:2] in recorded else None
+        if why:
+            print(f"{path.name}: not run again: {why}", flush=True)
+            skipped += 1
+            continue
         seconds, error = run_alone(path)
         print(f"{path.name}: {'FAILED' if error else 'ok'} in {seconds:.1f} s", flush=True)
         if error:
             print(error, flush=True)
             failed[path.name] = error
-    print(f"{len(paths) - len(failed)} of {len(paths)} chapters ran with no error cell "
-          f"in {time.perf_counter() - total:.0f} s")
+    print(f"{len(paths) - skipped - len(failed)} of {len(paths) - skipped} chapters ran with no "
+          f"error cell in {time.perf_counter() - total:.0f} s"
+          + (f"; {skipped} recorded, not run again" if skipped else ""))
     # Again at the end, where a CI log that keeps only its tail still shows them.
     for name, error in failed.items():
         print(f"FAILED {name}:\n{error[-1500:]}")
