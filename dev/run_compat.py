@@ -82,10 +82,10 @@ def run_alone(path: Path) -> tuple[float, str | None]:
 def recorded_run(path: Path) -> str | None:
     """Why this chapter need not run again: its current code's recorded Colab run, or None."""
     sys.path.insert(0, str(ROOT / "dev"))
-    import tpu_record  # standard library only
+    import conclusions  # standard library only, as tpu_record
+    import tpu_record
 
-    table = json.loads((ROOT / "tests" / "conclusions.json").read_text())
-    run = table["chapters"].get(path.name, {}).get("platforms", {}).get("colab")
+    run = conclusions.load()["chapters"].get(path.name, {}).get("platforms", {}).get("colab")
     pin = re.search(r"^jax==(\S+)", (ROOT / "requirements-colab.txt").read_text(), re.M)
     if not run or not pin or run.get("jax") != pin.group(1):
         return None
