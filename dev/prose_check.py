@@ -19,8 +19,9 @@ def _pairs(numbers: list[dict], entries: list[dict]) -> list[tuple[dict, dict | 
     if len(numbers) == len(entries):
         return list(zip(numbers, entries, strict=True))
     import difflib  # noqa: PLC0415
-    keys = [(n["unit"], n["kind"] == "decimal") for n in numbers]
-    bound = [(e.get("unit"), "." in e["n"] and e.get("unit") is None) for e in entries]
+    keys = [(n["unit"], n["kind"] in ("decimal", "whole")) for n in numbers]
+    bound = [(e.get("unit"), e.get("unit") is None and re.fullmatch(r"[\d,.]+", e["n"]) is not None)
+             for e in entries]
     pairs = {}
     for block in difflib.SequenceMatcher(None, keys, bound, autojunk=False).get_matching_blocks():
         for k in range(block.size):

@@ -18,7 +18,7 @@ def comparable_values(number: dict, other: dict, from_code: bool = False) -> lis
     number's unit; [] where the units do not fit (rule 3)."""
     kind, unit = number["kind"], number["unit"]
     value, its_unit, named = other["value"], other["unit"], other.get("named_units", set())
-    if kind == "decimal":
+    if kind in ("decimal", "whole"):  # a bare number: any number, from an output or the code
         return [value]
     # A number with no unit of its own on a line that names a time, size or speed is one.
     bare = its_unit is None and named <= {"%", "x", "points", "epochs", "steps", "rounds", "runs"}
@@ -143,6 +143,8 @@ def prose_numbers(notebook: dict) -> list[dict]:
         for number in numbers:
             before = text[max(0, number["start"] - 20):number["start"]].lower()
             for bound, pattern in BOUNDS.items():
+                if number["kind"] == "whole":
+                    break  # "below 964 tokens per chip": a threshold read to the unit, not a bound
                 if re.search(pattern, before) and not (  # "over five rounds": during
                         before.rstrip().endswith("over")
                         and number["unit"] in ("epochs", "steps", "rounds", "runs")):

@@ -38,9 +38,16 @@ Rules 1-5 are the heuristic that proposes the bindings.
      ("a tenth of", "four fifths of"), "N-fold"/"sixfold", "twice"/"half"/"ten times" before
      a comparative ("twice as fast", "ten times shorter"), "three seconds", "ten steps";
      in Chinese X分之Y (五分之四) and N倍.
-   Not checked: integers without a unit (layer sizes, "60,000 images", years, "batch 128",
-   "three seeds", "chapter 7"), scientific notation (hyper-parameters), versions (a bare
-   number after Python/JAX/torch/... -- "JAX 0.12", not "torch 2.97 ms" or "JAX 1.3x faster"
+   - a whole-number result without a unit ("12,940 device operations", "against 490"):
+     an integer of at least 100 that is not round (not a multiple of 100 or a power of
+     two) and not a year, an exit status, a port, an issue number or a part of a shape
+     (`measured_integer`); it must match exactly, so "below 964 tokens" is not a bound.
+     Chinese rates with their unit around the number (每秒 32,349 个词元) read as tokens/s
+     or examples/s.
+   Not checked: other integers without a unit (layer sizes, "60,000 images", years,
+   "batch 128", "three seeds", "chapter 7", "101 points"), scientific notation
+   (hyper-parameters), versions (a bare number after Python/JAX/torch/... -- "JAX 0.12",
+   not "torch 2.97 ms" or "JAX 1.3x faster"
    --, after "version", ">=", or with two dots; Chinese "0.7 版"), numbers inside words
    (v5e, bfloat16, x86_64).
 2. Where it must be found: the scope of a paragraph is its "##" section (from the "##"
@@ -169,15 +176,17 @@ from prose_read import (
     COUNT_UNITS, _decimals, direction_words, DIRECTIONS, edition_of, EN_DIRECTION, FENCE,
     _fraction_tolerance, _half_unit, HEADING, HTML, label_words, LIBRARY_BEFORE, _line_numbers,
     LINK_TARGET, _LIST_OF_NUMBERS, _named_units,
-    MATH, measurements, MYST_TARGET, normalize, NOTEBOOK_DIR, NUM, ORDINAL, _ORDINAL,
+    MATH, measured_integer, measurements, MYST_TARGET, normalize, NOT_A_RESULT_AFTER,
+    NOT_A_RESULT_BEFORE, NOTEBOOK_DIR, NUM, ORDINAL, _ORDINAL,
     OTHER_UNITS, OUT_TOKEN, _output_text, prose, prose_map, RANGE_JOIN, records, region, ROOT,
     SECONDS, SECTION_LEVEL, SENTENCE_END, sentence_of, SMALL, _SMALL, SPACE, SPELLED, _spelled,
     STATISTICS, STOPWORDS, STRICT_COMPARATIVE, _sub_tracked, SUFFIX, SYNONYMS, _text,
-    text_numbers, TIME_NAME, TIME_UNITS, TOKEN, twin_path, UNIT, _unit_of_suffix, UNIT_WORDS,
+    text_numbers, TIME_NAME, TIME_UNITS, TOKEN, twin_path, UNDERSCORED, UNIT, _unit_of_suffix,
+    UNIT_WORDS,
     UNITS, URL, _value, VERSION_AFTER, VERSION_BEFORE, _with_parts, WORD, ZH_DIRECTION,
-    ZH_DIRECTIONS, ZH_LABEL, ZH_LABELS, ZH_NOTEBOOK_DIR,
+    ZH_DIRECTIONS, ZH_LABEL, ZH_LABELS, ZH_NOTEBOOK_DIR, ZH_RATE_AFTER, ZH_RATE_BEFORE,
 )
-from prose_rewrite import _format, rewrite, rewrite_notebook
+from prose_rewrite import _format, LARGEST_CHANGE, rewrite, rewrite_notebook
 
 
 def main(argv: list[str]) -> int:

@@ -251,11 +251,37 @@ def _spelled(text: str) -> list[dict]:
     return found
 
 
+# Integers without a unit that are read all the same: whole-number results ("12,940 device
+# operations", "against 490", "1201 against 1186 ms" before its unit). Round numbers are
+# settings and sizes (batch 500, 10,000 images, width 2,048: a multiple of 100 or a power
+# of two), and so are years, exit statuses, ports, issue numbers and the parts of a shape
+# (784-512-512-10, 28 x 28).
+NOT_A_RESULT_BEFORE = re.compile(
+    r"(?:\b(?:status|port|code|signal|issues?|PR|pull|exit)|SIG\w*|#|端口|状态码?|退出码|"
+    rf"[-‐→×/^]|\d{SPACE}*[-→×x*/]){SPACE}*$", re.I)
+NOT_A_RESULT_AFTER = re.compile(rf"^{SPACE}*(?:[-‐→×/^]|[*x]{SPACE}*\d|B\b|\.\d|端口)")
+# Chinese puts a rate's unit around the number: 每秒 32,349 个词元, 每秒的有用词元为 1845 个.
+ZH_RATE_BEFORE = re.compile(r"每秒[^\d，。；：,;:]{0,10}$")
+ZH_RATE_AFTER = re.compile(rf"^{SPACE}*(?:个|张)(?:有用的?)?(?:词元|样本|图像)?")
+
+
+def measured_integer(text: str, m: re.Match) -> bool:
+    """Whether a plain integer of the prose is a result to check (see above)."""
+    value = _value(m.group("num"))
+    if value < 100 or value % 100 == 0 or int(value) & (int(value) - 1) == 0:
+        return False
+    if 1900 <= value <= 2100 and "," not in m.group("num"):
+        return False  # a year
+    before = text[max(0, m.start() - 12):m.start()]
+    return not (NOT_A_RESULT_BEFORE.search(before) or NOT_A_RESULT_AFTER.match(text[m.end():]))
+
+
 def measurements(text: str) -> list[dict]:
     """The checked numbers of a prose string (already passed through `prose`), in order.
 
     Each: {"written": "98.35%", "value": 98.35, "tolerance": 0.005, "kind": "pct"|"ratio"|
-    "unit"|"decimal"|"fraction", "unit": "ms" (canonical) or None, "start", "end"}.
+    "unit"|"decimal"|"whole"|"fraction", "unit": "ms" (canonical) or None, "start", "end"};
+    "whole" is a plain integer that `measured_integer` reads as a result.
     """
     raw = []
     for m in TOKEN.finditer(text):
@@ -265,6 +291,14 @@ def measurements(text: str) -> list[dict]:
         if VERSION_BEFORE.search(before) or VERSION_AFTER.match(text[m.end():m.end() + 20]):
             continue
         kind = next((k for k in ("pct", "ratio", "unit") if m.group(k)), None)
+        counted = False
+        zh_before, zh_after = ZH_RATE_BEFORE.search(before), ZH_RATE_AFTER.match(text[m.end():])
+        if kind is None and zh_before and zh_after:
+            words = zh_before.group(0) + zh_after.group(0)
+            rate = "tokens/s" if "词元" in words else "examples/s"
+            raw.append({"m": m, "num": m.group("num"), "kind": "unit", "unit": rate,
+                        "suffix": " " + rate})
+            continue
         if kind is None and LIBRARY_BEFORE.search(before):
             continue  # "JAX 0.12": a version
         unit = m.group("unit").strip(" \t\u00a0\u2009\u202f") if kind == "unit" else None
@@ -273,13 +307,14 @@ def measurements(text: str) -> list[dict]:
             unit in ("s", "h") and not m.group("unit")[0].isspace()  # "4s and 1s": digits
             or unit in ("points", "point")  # "101 points": samples, not percentage points
         ):
-            kind = None
+            kind, counted = None, True  # a count with its noun, not a result
         if kind == "pct" and re.match(r"100%\s*(?:minus|减去|-|−)", text[m.start():m.end() + 9]):
             kind = None  # "100% minus the accuracy": a definition
         if kind == "ratio" and "times" in m.group("ratio") and integer:
             if not re.match(rf"{SPACE}+(?:{COMPARATIVE})\b", text[m.end():m.end() + 20]):
                 kind = None
-        raw.append({"m": m, "num": m.group("num"), "kind": kind, "unit": unit})
+        raw.append({"m": m, "num": m.group("num"), "kind": kind, "unit": unit,
+                    "counted": counted})
     # A range's first end takes the unit of the second: 63–79%, 0.08 to 0.10 s.
     for first, second in zip(raw, raw[1:], strict=False):
         if first["kind"] is None and second["kind"] is not None:
@@ -305,9 +340,10 @@ def measurements(text: str) -> list[dict]:
     for item in raw:
         num, kind = item["num"], item["kind"]
         if kind is None:
-            if "." not in num:
-                continue  # a plain integer: a count, not a measurement
-            kind = "decimal"
+            whole = "." not in num
+            if whole and (item.get("counted") or not measured_integer(text, item["m"])):
+                continue  # a plain integer: a count or a setting, not a measurement
+            kind = "whole" if whole else "decimal"
         suffix = item.get("suffix", item["m"].group(0)[len(num):])
         suffix = re.sub(rf"{SPACE}+", " ", suffix)
         unit = {"pct": "%", "ratio": "x"}.get(kind, canonical(item["unit"]))
@@ -376,7 +412,7 @@ def _with_parts(word: str) -> set[str]:
 
 # --- the numbers of the outputs and the code ---------------------------------------------
 OUT_TOKEN = re.compile(
-    rf"(?<![A-Za-z0-9_.,])(?P<num>\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?(?![\d,])|\d+(?:\.\d+)?|\.\d+)"
+    rf"(?<![A-Za-z0-9_.,])(?P<num>\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?(?!\d|,\d)|\d+(?:\.\d+)?|\.\d+)"
     rf"(?![A-Za-z0-9_]*\.\d)"
     rf"(?:[eE][-+]?\d+)?(?P<suffix>{SPACE}?%|x(?![A-Za-z0-9_])|{SPACE}*(?:{UNIT}))?"
 )
@@ -472,6 +508,7 @@ def _text(value) -> str:
     return "".join(value) if isinstance(value, list) else (value or "")
 
 
+UNDERSCORED = re.compile(r"(?<![\w.])\d{1,3}(?:_\d{3})+(?![\w.])")
 TIME_NAME = r"timeout|seconds|_secs?$|_s$|delay|wait"  # a constant named so is in seconds
 
 
@@ -484,7 +521,9 @@ def cell_numbers(cell: dict) -> tuple[list[dict], list[dict]]:
             outputs.append(number)
     code = []
     for line_no, line in enumerate(_text(cell.get("source")).splitlines()):
-        for index, number in enumerate(_line_numbers(line)):
+        # Python's 10_001 is 10,001 (the same length, so every position stays)
+        digits = UNDERSCORED.sub(lambda m: m.group(0).replace("_", ","), line)
+        for index, number in enumerate(_line_numbers(digits)):
             number["line"], number["code_line"] = "code", line.strip()
             number["line_no"], number["index"], number["cell_id"] = line_no, index, cell.get("id")
             # A constant: NAME = 0.01, a keyword's value, n_epochs=8, or a dict entry's,

@@ -9,7 +9,12 @@ from pathlib import Path
 from prose_bind import BINDINGS_PATH, _by_cell, dump_bindings, load_bindings, locate
 from prose_check import _pairs
 from prose_match import comparable_values, matches, prose_numbers
-from prose_read import NOTEBOOK_DIR, NUM, _decimals, _text, _value, twin_path
+from prose_read import NOTEBOOK_DIR, NUM, _decimals, _text, _value, records, twin_path
+
+# A new value this far from the old one (a factor, or a change of sign or to zero) is more
+# often a binding to the wrong line (a progress bar, another row) than a new measurement:
+# it is listed for a person instead of written.
+LARGEST_CHANGE = 2.0
 
 
 def _format(value: float, written: str) -> str:
@@ -43,6 +48,11 @@ def rewrite_notebook(notebook: dict, name: str, edition: str, bindings: dict) ->
                              f"{values[0] if values else '?'}: rewrite it by hand")
                 continue
             new = _format(values[0], number["written"])
+            old, now = number["value"], _value(new)
+            if old and (now * old <= 0 or not 1 / LARGEST_CHANGE <= now / old <= LARGEST_CHANGE):
+                notes.append(f"{edition} cell {cell_id}: {number['written']!r} would become "
+                             f"{new}: check its binding, and rewrite it by hand")
+                continue
             start = number["src"][0]
             numeral = re.match(NUM, number["written"]).group(0)
             edits.setdefault(cell_id, []).append((start, start + len(numeral), new))
@@ -75,7 +85,9 @@ def rewrite(paths: list[Path], bindings_path: Path = BINDINGS_PATH) -> list[str]
                            encoding="utf-8")
         if zh_path.exists():
             chinese = json.loads(zh_path.read_text(encoding="utf-8"))
-            notes += rewrite_notebook(chinese, name, "zh", bindings)
+            # read against the English code cells, as the check does (records): the
+            # twin's own copies of the outputs are refreshed only by dev/zh_sync.py
+            notes += rewrite_notebook(records(chinese, english), name, "zh", bindings)
             for cell in english["cells"]:
                 new = hashlib.sha1(_text(cell["source"]).encode()).hexdigest()[:12]
                 for zh_cell in chinese["cells"]:

@@ -112,6 +112,20 @@ def test_what_counts_as_a_measurement():
         "`x = 0.5`, $\\alpha = 0.3$, [link](https://example.com/1.5.html), chapter 3.2"
     ) == []
     assert written("```python\nlr = 0.01\n```\nthen 0.2") == ["0.2"]
+    # Whole-number results are read although they have no unit: an integer of at least 100
+    # that is not round (a multiple of 100 or a power of two: a setting or a size), not a
+    # year, an exit status, a port, an issue number or a part of a shape.
+    assert written(
+        "12,940 device operations, 1845 useful tokens/s against 490, **3,569** MiB, max 1021"
+    ) == ["12,940", "1845 useful tokens/s", "490", "3,569", "1021"]
+    assert written(
+        "batch 500, 10,000 images, width 2,048, 1024 tokens, in 2026, status 143, port 8888, "
+        "784-512-512-10, a 784 × 512 matrix, 128 x 384, jax#30834, 97 of them, 101 points"
+    ) == []
+    # Chinese puts a rate's unit around the number; the same rule reads its plain integers.
+    assert written("每秒 32,349 个词元；每秒产生的有用词元为 1845 个；每秒 38339 个样本；"
+                   "8888 端口；状态码 255；中位数 22；共 302 个") == [
+        "32,349 tokens/s", "1845 tokens/s", "38339 examples/s", "302"]
     # The Chinese twins: the same digits and units, a few Chinese ones.
     assert written("每步 2.97 ms，3 轮后 98.31%，快了十倍，峰值的五分之四，从 0.7 版起") == [
         "2.97 ms", "3 轮", "98.31%", "十倍", "五分之四",
@@ -276,6 +290,48 @@ def test_rewrite_updates_the_prose_from_the_bound_outputs():
     assert "`jax.jit` was faster in this run: 3.04 ms" in prose_numbers._text(
         next(c for c in rerun["cells"] if c.get("id") == "inserted")["source"])
     assert not flagged(rerun, bindings)
+
+
+def test_rewrite_leaves_a_large_change_to_a_person():
+    # 2.97 ms bound to a line that now reads 0.00 ms or 9.04 ms: more likely a wrong binding
+    # (a progress bar, another row) than a new measurement; listed, not written
+    original = with_sentence(chapter_8(), SENTENCE)
+    bindings = bound(original)
+    for new in ("0.00", "9.04"):
+        rerun = with_timing_output_edited(original, "2.97", new)
+        notes = prose_numbers.rewrite_notebook(rerun, NAME, "en", bindings)
+        assert all("by hand" in note for note in notes) and notes, notes
+        assert "faster in this run: 2.97 ms" in prose_numbers._text(
+            next(c for c in rerun["cells"] if c.get("id") == "inserted")["source"])
+
+
+def test_rewrite_reads_the_chinese_twin_against_the_english_outputs(tmp_path, monkeypatch):
+    # The twin's own output copies are stale until dev/zh_sync.py runs; the rewrite reads
+    # the English code cells, as the check does, so the Chinese numbers move too.
+    import prose_rewrite  # noqa: PLC0415
+    english = with_sentence(chapter_8(), SENTENCE)
+    chinese = copy.deepcopy(english)
+    cell = next(c for c in chinese["cells"] if c.get("id") == "inserted")
+    cell["source"] = ["在这次运行中 `jax.jit` 更快：`jax.jit` + `lax.scan` 每步 2.51 ms，"
+                      "`jax.jit` 每步 2.97 ms。"]
+    bindings = {NAME: {"en": bound(english)[NAME]["en"],
+                       "zh": prose_numbers.bind_notebook(
+                           prose_numbers.records(chinese, english), {},
+                           bound(english)[NAME]["en"])}}
+    rerun = with_timing_output_edited(english, "2.97", "3.04")
+    (tmp_path / "en").mkdir()
+    (tmp_path / "zh").mkdir()
+    (tmp_path / "en" / NAME).write_text(json.dumps(rerun), encoding="utf-8")
+    (tmp_path / "zh" / NAME).write_text(json.dumps(chinese), encoding="utf-8")
+    monkeypatch.setattr(prose_rewrite, "NOTEBOOK_DIR", tmp_path / "en")
+    monkeypatch.setattr(prose_rewrite, "twin_path", lambda name: tmp_path / "zh" / Path(name).name)
+    path = tmp_path / "bindings.json"
+    path.write_text(prose_numbers.dump_bindings(bindings), encoding="utf-8")
+    notes = prose_rewrite.rewrite([tmp_path / "en" / NAME], path)
+    assert "zh cell inserted: 2.97 -> 3.04" in notes, notes
+    zh = json.loads((tmp_path / "zh" / NAME).read_text(encoding="utf-8"))
+    assert "`jax.jit` 每步 3.04 ms" in prose_numbers._text(
+        next(c for c in zh["cells"] if c.get("id") == "inserted")["source"])
 
 
 def test_bind_is_deterministic():
