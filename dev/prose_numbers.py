@@ -38,14 +38,14 @@ Rules 1-5 are the heuristic that proposes the bindings.
      ("a tenth of", "four fifths of"), "N-fold"/"sixfold", "twice"/"half"/"ten times" before
      a comparative ("twice as fast", "ten times shorter"), "three seconds", "ten steps";
      in Chinese X分之Y (五分之四) and N倍.
-   - a whole-number result without a unit ("12,940 device operations", "against 490"):
-     an integer of at least 100 that is not round (not a multiple of 100 or a power of
-     two) and not a year, an exit status, a port, an issue number or a part of a shape
-     (`measured_integer`); it must match exactly, so "below 964 tokens" is not a bound.
+   - an integer of at least 100 without a unit, a result ("12,940 device operations",
+     "against 490") or a setting ("batches of 500", "10,000 images"), unless it is a year,
+     an exit status, a port, an issue number or a part of a shape (`measured_integer`);
+     it must match exactly, so "below 964 tokens" is not a bound.
      Chinese rates with their unit around the number (每秒 32,349 个词元) read as tokens/s
      or examples/s.
-   Not checked: other integers without a unit (layer sizes, "60,000 images", years,
-   "batch 128", "three seeds", "chapter 7", "101 points"), scientific notation
+   Not checked: other integers without a unit ("three seeds", "8 devices", "chapter 7",
+   "101 points", years, "784-512-512-10"), scientific notation
    (hyper-parameters), versions (a bare number after Python/JAX/torch/... -- "JAX 0.12",
    not "torch 2.97 ms" or "JAX 1.3x faster"
    --, after "version", ">=", or with two dots; Chinese "0.7 版"), numbers inside words

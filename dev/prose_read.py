@@ -251,11 +251,12 @@ def _spelled(text: str) -> list[dict]:
     return found
 
 
-# Integers without a unit that are read all the same: whole-number results ("12,940 device
-# operations", "against 490", "1201 against 1186 ms" before its unit). Round numbers are
-# settings and sizes (batch 500, 10,000 images, width 2,048: a multiple of 100 or a power
-# of two), and so are years, exit statuses, ports, issue numbers and the parts of a shape
-# (784-512-512-10, 28 x 28).
+# Integers without a unit that are read all the same, from 100 up: whole-number results
+# ("12,940 device operations", "against 490", "1201 against 1186 ms" before its unit) and the
+# settings and sizes the prose quotes ("batches of 500", "10,000 images", "width 2,048"),
+# which bind to the code or its outputs like any other number. Not read: smaller integers
+# (counts such as "3 seeds", "8 devices"), years, exit statuses, ports, issue numbers and
+# the parts of a shape (784-512-512-10, 28 x 28).
 NOT_A_RESULT_BEFORE = re.compile(
     r"(?:\b(?:status|port|code|signal|issues?|PR|pull|exit)|SIG\w*|#|端口|状态码?|退出码|"
     rf"[-‐→×/^]|\d{SPACE}*[-→×x*/]){SPACE}*$", re.I)
@@ -268,7 +269,7 @@ ZH_RATE_AFTER = re.compile(rf"^{SPACE}*(?:个|张)(?:有用的?)?(?:词元|样�
 def measured_integer(text: str, m: re.Match) -> bool:
     """Whether a plain integer of the prose is a result to check (see above)."""
     value = _value(m.group("num"))
-    if value < 100 or value % 100 == 0 or int(value) & (int(value) - 1) == 0:
+    if value < 100:
         return False
     if 1900 <= value <= 2100 and "," not in m.group("num"):
         return False  # a year

@@ -94,7 +94,8 @@ def test_what_counts_as_a_measurement():
         "36,143 images/s", "720,992 images/s", "12 ms",
     ]
     assert written("中位数分别为 36,143 和 720,992 张/秒") == ["36,143 张/秒", "720,992 张/秒"]
-    # So is a range of two such figures without a unit; a range of plain integers is not.
+    # So is a range of two such figures without a unit; numbers listed after "chapters" are
+    # chapter numbers.
     assert written("(range 617,765 to 813,398), chapters 12 to 14, 1,000 and 2,000") == [
         "617,765", "813,398",
     ]
@@ -106,21 +107,21 @@ def test_what_counts_as_a_measurement():
           "twice", "ten steps"]
     # Not measurements: integers, counts, years, versions, sci notation, shapes, code, math.
     assert written(
-        "60,000 images, in 2025, 3 times, three seeds, twice more, half the peak, 4s and 1s, "
+        "in 2025, 3 times, three seeds, twice more, half the peak, 4s and 1s, "
         "101 points, JAX 0.7.2, Python 3.11 or newer, "
         "Python ≥ 3.12, a step of 1e-3, a 5 × 7 matrix, 28x28 pixels, v5e, bfloat16, "
         "`x = 0.5`, $\\alpha = 0.3$, [link](https://example.com/1.5.html), chapter 3.2"
     ) == []
     assert written("```python\nlr = 0.01\n```\nthen 0.2") == ["0.2"]
-    # Whole-number results are read although they have no unit: an integer of at least 100
-    # that is not round (a multiple of 100 or a power of two: a setting or a size), not a
-    # year, an exit status, a port, an issue number or a part of a shape.
+    # Integers of at least 100 are read although they have no unit, results and settings
+    # alike; not a year, an exit status, a port, an issue number or a part of a shape.
     assert written(
-        "12,940 device operations, 1845 useful tokens/s against 490, **3,569** MiB, max 1021"
-    ) == ["12,940", "1845 useful tokens/s", "490", "3,569", "1021"]
+        "12,940 device operations, 1845 useful tokens/s against 490, **3,569** MiB, max 1021, "
+        "batch 500, 10,000 images, width 2,048"
+    ) == ["12,940", "1845 useful tokens/s", "490", "3,569", "1021", "500", "10,000", "2,048"]
     assert written(
-        "batch 500, 10,000 images, width 2,048, 1024 tokens, in 2026, status 143, port 8888, "
-        "784-512-512-10, a 784 × 512 matrix, 128 x 384, jax#30834, 97 of them, 101 points"
+        "in 2026, status 143, port 8888, 784-512-512-10, a 784 × 512 matrix, 128 x 384, "
+        "jax#30834, 97 of them, 101 points"
     ) == []
     # Chinese puts a rate's unit around the number; the same rule reads its plain integers.
     assert written("每秒 32,349 个词元；每秒产生的有用词元为 1845 个；每秒 38339 个样本；"
