@@ -132,6 +132,17 @@ def _faster_is_smaller(unit: str | None) -> bool | None:
 ZH_SENSE = {"更快": "faster", "较快": "faster", "更慢": "slower", "较慢": "slower",
             "更高": "higher", "更低": "lower", "更多": "more", "更少": "less", "更大": "larger",
             "更小": "smaller", "更长": "longer", "更短": "shorter"}
+NAMED = re.compile(r"(?<![\d.,])[A-Za-z][\w.-]*\d[\w.-]*|\d[\w.-]*[A-Za-z][\w.-]*")
+# A preposition of comparison whose object is the second number: "A, above the benchmark's
+# target of B", "A per chip, just under the chip's B", "A，低于 B 的目标".
+ABOVE = {"above", "exceeds", "exceeding", "exceed", "over", "高于", "多于", "大于", "超过"}
+PREPOSITION = re.compile(
+    r"(?:(?:\b(?P<word>above|below|exceeds|exceeding)|\b(?:just|well|far|both|all|still|"
+    r"slightly|only|even)\s+(?P<prep>under|over))\b[^\d;:.()（）]{0,40}"
+    r"|(?P<zh>高于|低于|多于|少于|大于|小于|超过|不到)[^\d；;：:。（）()]{0,20})$")
+NEGATED = re.compile(r"(?:\b(?:not|no|never)\b|不|没有|未)\s*(?:\w+\s*)?$")
+ZH_BI = re.compile(r"比[^\d；;：:。（）()]{0,20}$")
+ZH_BI_AFTER = re.compile(r"^[^\d；;：:。，,]{0,8}?(?:还|要|更)?(?P<word>[高低多少大小快慢长短])")
 VERSUS = re.compile(r"^[\s,，]*(?:against|versus|vs\.?|compared with|compared to|对)\s*"
                     r"[^\d;:.。；：]{0,30}$")
 
@@ -147,14 +158,24 @@ def claims(text: str, numbers: list[dict]) -> list[tuple[int, int, str | None, s
         if sentence_of(text, a["start"], a["end"]) != sentence_of(text, b["start"], b["end"]):
             continue
         between = text[a["end"]:b["start"]]
-        if _family(a["unit"]) != _family(b["unit"]) or a["unit"] == "x" or (
-                a["unit"] is None and not re.match(r"^\s*to(?:\s+about)?\s*$", between)):
-            continue  # bare decimals only in "from A to B"
+        # a name with digits in it (v6e-8, float32) is a word here, not a number
+        plain = NAMED.sub("X", between)
+        than = re.match(r"^[^\d;]{0,120}?\b(\w+)\s+than\b[^\d;:.]{0,60}$", plain)
+        than = than if than and not NEGATED.search(plain[:than.start(1)]) else None
+        prep = PREPOSITION.search(plain)
+        prep = prep if prep and not NEGATED.search(plain[:prep.start()]) else None
+        zh = ZH_BI.search(plain)
+        adjective = zh and ZH_BI_AFTER.match(text[b["end"]:b["end"] + 12])
+        zh = zh if adjective and not NEGATED.search(plain[:zh.start()]) else None
+        if _family(a["unit"]) != _family(b["unit"]) or a["unit"] == "x" or a["kind"] != b[
+                "kind"] and a["unit"] is None or (
+                a["unit"] is None and not (than or prep or zh or re.match(
+                    r"^\s*to(?:\s+about)?\s*$", between))):
+            continue  # bare decimals only in a comparison ("more than", "above") or "A to B"
         lo = sentence_of(text, a["start"], a["end"])[0]
         lo = max([n["end"] for n in numbers[:i] if n["end"] >= lo], default=lo)
         before = text[lo:a["start"]]
         word, sense = None, None
-        than = re.match(r"^[^\d;:()]{0,30}?\b(\w+)\s+than\b[^\d;:.]{0,50}$", between)
         versus = VERSUS.match(between)
         if than:
             word = than.group(1).lower()
@@ -168,6 +189,17 @@ def claims(text: str, numbers: list[dict]) -> list[tuple[int, int, str | None, s
             if word is None:
                 found.append((i, i + 1, None, None))
                 continue
+        elif prep:  # "A, above the benchmark's target of B"; "A，低于 B 的目标"
+            word = (prep.group("word") or prep.group("prep") or prep.group("zh")).lower()
+            sense = ">" if word in ABOVE else "<"
+        elif zh:  # "A，比 XLA 注意力的 B 少"
+            word = adjective.group("word")
+            if word in "快慢":
+                faster_smaller = _faster_is_smaller(a["unit"])
+                sense = None if faster_smaller is None else (
+                    "<" if faster_smaller == (word == "快") else ">")
+            else:
+                sense = ">" if word in "高多大长" else "<"
         elif re.match(r"^\s*to(?:\s+about)?\s*$", between) and FROM_TO.search(before):
             verb = FROM_TO.search(before).group("verb").lower()
             sense = ">" if re.fullmatch(FALLS, verb) else "<"

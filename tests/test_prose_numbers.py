@@ -443,6 +443,28 @@ def test_a_comparison_that_the_bound_values_contradict_fails(sentence, culprit):
     assert not bound_and_flagged(tiny(output, right))[1], right
 
 
+@pytest.mark.parametrize(("sentence", "flipped"), [
+    # "than" far from the first number, past a colon and a name with digits in it
+    ("`torch.compile` took 3.61 ms per step on the v5e-8: its whole compiled graph, more than "
+     "the 2.97 ms of `jax.jit`.", ("more than", "less than")),
+    # a preposition whose object is the second number; bare decimals too
+    ("`torch.compile`'s 3.61 ms is above the 2.97 ms of `jax.jit`.", ("above", "below")),
+    ("The ratio was 1.22x, and the worst round 0.83, just under the target of 0.97.",
+     ("just under", "just over")),
+    # the Chinese twins: 高于/低于, and 比 B 少/多
+    ("`torch.compile` 每步 3.61 ms，高于 `jax.jit` 的 2.97 ms。", ("高于", "低于")),
+    ("`jax.jit` 每步 2.97 ms，比 `torch.compile` 的 3.61 ms 少。", ("少", "多")),
+])
+def test_more_forms_of_comparison_are_checked_against_the_bound_values(sentence, flipped):
+    output = TIMES + "worst round: 0.83\ntarget: 0.97\n"
+    assert not bound_and_flagged(tiny(output, sentence))[1], sentence
+    false = sentence.replace(*flipped)
+    assert bound_and_flagged(tiny(output, false))[1], false
+    # not a comparison: negated, or "over" a count of runs
+    assert not bound_and_flagged(tiny(output, sentence.replace(flipped[0], "not " + flipped[1])
+                                      if flipped[0].isascii() else sentence))[1]
+
+
 def test_a_fall_from_one_figure_to_another_is_checked_and_a_ratio_below_one_is_not_faster():
     output = "loss at step 0: 2.51\nloss at step 24: 0.83\nspeed-up of the scan: 0.80x\n"
     assert not bound_and_flagged(tiny(output, "The loss falls from 2.51 to 0.83."))[1]
