@@ -10,7 +10,7 @@ from pathlib import Path
 
 from prose_bind import _by_cell, _context, load_bindings, locate, vocabulary
 from prose_match import comparable_values, is_allowed, load_allowed, prose_numbers
-from prose_read import NOTEBOOK_DIR, SECONDS, edition_of, records, sentence_of
+from prose_read import NOTEBOOK_DIR, SECONDS, cell_numbers, edition_of, records, sentence_of
 
 
 def _pairs(numbers: list[dict], entries: list[dict]) -> list[tuple[dict, dict | None]]:
@@ -78,6 +78,9 @@ def stale(number: dict, entry: dict | None, cells: dict, allowed: dict) -> str |
             value = f"{shown[0]:.6g}" if shown else "a number of another unit"
             return (f"stale: bound to {value} on {where[:80]!r} (cell {at['cell']}), "
                     f"the prose says {number['written']!r}")
+        row = None if from_code or entry.get("pin") else wrong_row(number, other, cells[at["cell"]])
+        if row:
+            return row
         vocab = vocabulary(cells[at["cell"]], from_code)
     vocab |= set(entry.get("labels", []))
     labels, direction = _context(number, vocab)
@@ -88,6 +91,46 @@ def stale(number: dict, entry: dict | None, cells: dict, allowed: dict) -> str |
         was = " ".join(entry.get("direction", [])) or "none"
         return f"its direction changed: bound with {was!r}, now {' '.join(direction) or 'none'!r}"
     return None
+
+
+# A row of a table whose lines differ by a key ("seed 2: 98.20%", "batch   32: ..."): the
+# key word and its number at the start of the line; and how the prose names such a key.
+ROW_KEY = re.compile(r"^\s*(?:[A-Za-z][\w.+-]*\s+){0,2}?(?P<word>[A-Za-z]+)\s*[=:]?\s*"
+                     r"(?P<key>\d{1,3}(?:,\d{3})+|\d+)(?!\w|\.\d)")
+ZH_KEY = {"seed": "种子", "batch": "批次大小|批次", "epoch": "第", "step": "第"}
+
+
+def wrong_row(number: dict, other: dict, cell: dict) -> str | None:
+    """Why a prose number bound to one row of a keyed table sits beside another row's key
+    ("seed 2 reached 98.11%" bound to the "seed 1" row), or None: only where the cell prints
+    several rows with the same key word, and the number's sentence names a key of that word
+    (the nearest before it, else the nearest after it)."""
+    match = ROW_KEY.match(other["line"])
+    if not match:
+        return None
+    word = match.group("word").lower()
+    keys = {m.group("key") for o in cell_numbers(cell)[0]
+            if (m := ROW_KEY.match(o["line"])) and m.group("word").lower() == word}
+    if len(keys) < 2:
+        return None
+    text = number["block"]["text"]
+    lo, hi = sentence_of(text, number["start"], number["end"])
+    names = rf"\b{word}s?" + (f"|{ZH_KEY[word]}" if word in ZH_KEY else "")
+    said = []  # (distance, key) of the mentions not cut off from the number by , ; ( )
+    mention = rf"(?:{names})[ \t\u00a0]*(\d{{1,3}}(?:,\d{{3}})+|\d+)(?!\w|\.\d)"
+    for m in re.finditer(mention, text[lo:hi], re.I):
+        start, end = lo + m.start(), lo + m.end()
+        gap = text[end:number["start"]] if end <= number["start"] else text[number["end"]:start]
+        if not re.search(r"[,;()，；（）]", gap):
+            said.append((len(gap), m.group(1)))
+    named = min(said)[1] if said else None
+    if named is None or named.replace(",", "") == match.group("key").replace(",", ""):
+        return None
+    if named.replace(",", "") not in {key.replace(",", "") for key in keys}:
+        return None  # a key the table does not print: another table's, or a setting
+    return (f"wrong row: bound to the {word} {match.group('key')} row of cell "
+            f"{other['cell_id']} ({other['line'][:60]!r}), but the sentence names {word} "
+            f"{named}")
 
 
 def ambiguous_why(entry: dict) -> str:

@@ -465,6 +465,21 @@ def test_more_forms_of_comparison_are_checked_against_the_bound_values(sentence,
                                       if flipped[0].isascii() else sentence))[1]
 
 
+@pytest.mark.parametrize("sentence", [
+    "Seed 1 reached 98.20%.", "It reached 98.20% with seed 1.", "种子 1 达到 98.20%。",
+])
+def test_a_figure_of_another_row_of_a_keyed_table_is_caught(sentence):
+    """A table whose rows differ only by a key (seed 0, seed 1, ...): the figure of the row
+    the sentence does not name fails, whatever the binder bound it to."""
+    output = "seed 0: 98.11%\nseed 1: 98.20%\nseed 2: 97.96%\n"
+    assert not bound_and_flagged(tiny(output, sentence))[1], sentence
+    false = sentence.replace("98.20%", "98.11%")
+    assert "wrong row" in bound_and_flagged(tiny(output, false))[1].get("98.11%", ""), false
+    # a key the table does not print, and a mention cut off by a comma, say nothing
+    assert not bound_and_flagged(tiny(output, false.replace(" 1", " 7")))[1]
+    assert not bound_and_flagged(tiny(output, "Seed 1, and then 98.11% for another."))[1]
+
+
 def test_a_fall_from_one_figure_to_another_is_checked_and_a_ratio_below_one_is_not_faster():
     output = "loss at step 0: 2.51\nloss at step 24: 0.83\nspeed-up of the scan: 0.80x\n"
     assert not bound_and_flagged(tiny(output, "The loss falls from 2.51 to 0.83."))[1]
