@@ -123,10 +123,10 @@ def wrong_row(number: dict, other: dict, cell: dict) -> str | None:
         gap = text[end:number["start"]] if end <= number["start"] else text[number["end"]:start]
         if not re.search(r"[,;()，；（）]", gap):
             said.append((len(gap), m.group(1)))
-    named = min(said)[1] if said else None
-    if named is None or named.replace(",", "") == match.group("key").replace(",", ""):
+    named = min(said)[1].replace(",", "") if said else None
+    if named is None or named == match.group("key").replace(",", ""):
         return None
-    if named.replace(",", "") not in {key.replace(",", "") for key in keys}:
+    if named not in {key.replace(",", "") for key in keys}:
         return None  # a key the table does not print: another table's, or a setting
     return (f"wrong row: bound to the {word} {match.group('key')} row of cell "
             f"{other['cell_id']} ({other['line'][:60]!r}), but the sentence names {word} "
@@ -178,7 +178,7 @@ ZH_SENSE = {"更快": "faster", "较快": "faster", "更慢": "slower", "较慢"
 NAMED = re.compile(r"(?<![\d.,])[A-Za-z][\w.-]*\d[\w.-]*|\d[\w.-]*[A-Za-z][\w.-]*")
 # A preposition of comparison whose object is the second number: "A, above the benchmark's
 # target of B", "A per chip, just under the chip's B", "A，低于 B 的目标".
-ABOVE = {"above", "exceeds", "exceeding", "exceed", "over", "高于", "多于", "大于", "超过"}
+ABOVE = {"above", "exceeds", "exceeding", "over", "高于", "多于", "大于", "超过"}
 PREPOSITION = re.compile(
     r"(?:(?:\b(?P<word>above|below|exceeds|exceeding)|\b(?:just|well|far|both|all|still|"
     r"slightly|only|even)\s+(?P<prep>under|over))\b[^\d;:.()（）]{0,40}"
@@ -186,6 +186,7 @@ PREPOSITION = re.compile(
 NEGATED = re.compile(r"(?:\b(?:not|no|never)\b|不|没有|未)\s*(?:\w+\s*)?$")
 ZH_BI = re.compile(r"比[^\d；;：:。（）()]{0,20}$")
 ZH_BI_AFTER = re.compile(r"^[^\d；;：:。，,]{0,8}?(?:还|要|更)?(?P<word>[高低多少大小快慢长短])")
+A_TO_B = re.compile(r"^\s*to(?:\s+about)?\s*$")
 VERSUS = re.compile(r"^[\s,，]*(?:against|versus|vs\.?|compared with|compared to|对)\s*"
                     r"[^\d;:.。；：]{0,30}$")
 
@@ -210,10 +211,9 @@ def claims(text: str, numbers: list[dict]) -> list[tuple[int, int, str | None, s
         zh = ZH_BI.search(plain)
         adjective = zh and ZH_BI_AFTER.match(text[b["end"]:b["end"] + 12])
         zh = zh if adjective and not NEGATED.search(plain[:zh.start()]) else None
-        if _family(a["unit"]) != _family(b["unit"]) or a["unit"] == "x" or a["kind"] != b[
-                "kind"] and a["unit"] is None or (
-                a["unit"] is None and not (than or prep or zh or re.match(
-                    r"^\s*to(?:\s+about)?\s*$", between))):
+        a_to_b = A_TO_B.match(between)
+        if _family(a["unit"]) != _family(b["unit"]) or a["unit"] == "x" or a["unit"] is None and (
+                a["kind"] != b["kind"] or not (than or prep or zh or a_to_b)):
             continue  # bare decimals only in a comparison ("more than", "above") or "A to B"
         lo = sentence_of(text, a["start"], a["end"])[0]
         lo = max([n["end"] for n in numbers[:i] if n["end"] >= lo], default=lo)
@@ -243,7 +243,7 @@ def claims(text: str, numbers: list[dict]) -> list[tuple[int, int, str | None, s
                     "<" if faster_smaller == (word == "快") else ">")
             else:
                 sense = ">" if word in "高多大长" else "<"
-        elif re.match(r"^\s*to(?:\s+about)?\s*$", between) and FROM_TO.search(before):
+        elif a_to_b and FROM_TO.search(before):
             verb = FROM_TO.search(before).group("verb").lower()
             sense = ">" if re.fullmatch(FALLS, verb) else "<"
             word = verb

@@ -142,9 +142,8 @@ def prose_numbers(notebook: dict) -> list[dict]:
         numbers = measurements(text)
         for number in numbers:
             before = text[max(0, number["start"] - 20):number["start"]].lower()
-            for bound, pattern in BOUNDS.items():
-                if number["kind"] == "whole":
-                    break  # "below 964 tokens per chip": a threshold read to the unit, not a bound
+            # "below 964 tokens per chip": a whole number is a threshold read to the unit
+            for bound, pattern in BOUNDS.items() if number["kind"] != "whole" else ():
                 if re.search(pattern, before) and not (  # "over five rounds": during
                         before.rstrip().endswith("over")
                         and number["unit"] in ("epochs", "steps", "rounds", "runs")):

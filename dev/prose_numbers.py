@@ -163,7 +163,8 @@ from prose_bind import (
 )
 from prose_check import (
     agrees, ambiguous_why, bound_value, check, check_notebook, claims, FALLS, _family, FAST,
-    _faster_is_smaller, FROM_TO, GREATER, heuristic_check, order_offenders, _pairs, RATIO_SLACK,
+    _faster_is_smaller, A_TO_B, FROM_TO, GREATER, heuristic_check, order_offenders, _pairs,
+    RATIO_SLACK,
     report, RISES, SLOW, SMALLER, stale, unused_allowed, VERSUS, ZH_SENSE, ABOVE, NAMED,
     NEGATED, PREPOSITION, ROW_KEY, wrong_row, ZH_BI, ZH_BI_AFTER, ZH_KEY,
 )

@@ -81,7 +81,8 @@ def run_alone(path: Path) -> tuple[float, str | None]:
 
 def recorded_run(path: Path) -> str | None:
     """Why this chapter need not run again: its current code's recorded Colab run, or None."""
-    sys.path.insert(0, str(ROOT / "dev"))
+    if str(ROOT / "dev") not in sys.path:
+        sys.path.insert(0, str(ROOT / "dev"))
     import conclusions  # standard library only, as tpu_record
     import tpu_record
 
