@@ -1,7 +1,8 @@
 """A stand-in TPU VM walk: the reader's path of chapter 11, run for real on a machine without
 a TPU. `make test-tpu-vm` (and `.ci/run`) runs it.
 
-1. Copy the repository's tracked files into a temporary folder (the reader's clone).
+1. Copy the repository's tracked files into a new folder under .tpu-vm-walks/ (the
+   reader's clone), on the checkout's disk.
 2. Run `tools/tpu_vm_install.sh` there, not as a dry run, with a PATH on which the only
    Python is a 3.10, as on the `tpu-ubuntu2204-base` image. The one step that cannot run
    here is uv downloading an interpreter (only package registries are reachable), so a
@@ -34,6 +35,7 @@ import uuid
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+WALKS = ".tpu-vm-walks"  # ignored; each walk makes a folder in it and removes it at the end
 
 UV_SHIM = """#!/bin/sh
 # Stand-in for uv: 'python install' records the request, 'python find' then answers with a
@@ -50,6 +52,15 @@ esac
 echo "uv shim: not supported: $*" >&2
 exit 3
 """
+
+
+# What the install needs on disk, with room to spare: the pinned .venv is 6.9 GB on x86_64 with
+# PyPI's torch (measured 2026-12-07), and pip holds the downloaded wheels until it ends.
+NEEDED_GB = 10
+
+
+def free_gb(path: Path) -> float:
+    return shutil.disk_usage(path).free / 1e9
 
 
 def find_python(version: str, given: str | None) -> str:
@@ -84,7 +95,19 @@ def install(clone: Path, python310: str, python312: str, home: Path) -> None:
         if shutil.which(tool):
             (bin_dir / tool).symlink_to(shutil.which(tool))
     env = {key: value for key, value in os.environ.items() if key.startswith(("PIP_", "SSL_"))}
-    env |= {"PATH": str(bin_dir), "HOME": str(home), "LANG": "C.UTF-8"}
+    # pip's temporary files (every wheel it downloads, until the install ends) go beside the
+    # clone, on the checkout's disk, not into a /tmp that may be small.
+    tmp = home.parent / "tmp"
+    tmp.mkdir()
+    env |= {"PATH": str(bin_dir), "HOME": str(home), "LANG": "C.UTF-8", "TMPDIR": str(tmp)}
+    # The new HOME hides this machine's own pip configuration (its package index, as
+    # `make install` uses it), so pass it on: without it pip downloads every wheel again,
+    # CUDA's libraries included where torch comes from PyPI, into a second cache.
+    user_config = Path.home() / ".config" / "pip" / "pip.conf"
+    if "PIP_CONFIG_FILE" not in env and user_config.is_file():
+        env["PIP_CONFIG_FILE"] = str(user_config)
+        print(f"pip configuration: {user_config}")
+    env.setdefault("PIP_NO_CACHE_DIR", "1")  # the walk's venv is thrown away: keep no cache
     # The script takes torch from PyTorch's CPU index by default. Where that index cannot be
     # reached (the book's CI machine), pip would retry it for every package: PyPI's torch instead.
     try:
@@ -92,6 +115,11 @@ def install(clone: Path, python310: str, python312: str, home: Path) -> None:
     except OSError:
         env["JAXBOOK_TORCH_INDEX"] = ""
         print("download.pytorch.org cannot be reached: torch from PyPI (JAXBOOK_TORCH_INDEX=)")
+    free_before = free_gb(clone)
+    print(f"disk: {free_before:.1f} GB free beside the clone before the install")
+    if free_before < NEEDED_GB:
+        sys.exit(f"the walk's .venv needs about {NEEDED_GB} GB (torch's CUDA build from PyPI "
+                 f"alone is 5.5 GB); {free_before:.1f} GB are free on the disk of {clone}")
     start = time.perf_counter()
     result = subprocess.run([shutil.which("bash") or "/bin/bash", "tools/tpu_vm_install.sh"],
                             cwd=clone, env=env,
@@ -101,7 +129,8 @@ def install(clone: Path, python310: str, python312: str, home: Path) -> None:
         print(result.stderr[-5000:], file=sys.stderr)
         sys.exit(f"tools/tpu_vm_install.sh failed (exit {result.returncode})")
     assert "uv shim: 'installing' Python 3.12" in result.stdout, "uv was not asked for a Python"
-    print(f"install: {time.perf_counter() - start:.0f} s")
+    print(f"install: {time.perf_counter() - start:.0f} s; "
+          f"{free_before - free_gb(clone):.1f} GB of disk used, {free_gb(clone):.1f} GB left")
 
 
 def check_venv(clone: Path) -> None:
@@ -210,7 +239,9 @@ def main() -> None:
     arguments = parser.parse_args()
     python310 = find_python("3.10", arguments.python310)
     python312 = find_python("3.12", arguments.python312)
-    folder = arguments.reuse or Path(tempfile.mkdtemp(prefix="tpu-vm-walk-"))
+    # Beside the checkout (an ignored folder), where its .venv already fits, not in /tmp.
+    (ROOT / WALKS).mkdir(exist_ok=True)
+    folder = arguments.reuse or Path(tempfile.mkdtemp(prefix="walk-", dir=ROOT / WALKS))
     try:
         clone, home = folder / "hands-on-jax", folder / "home"
         if not arguments.reuse:
