@@ -151,6 +151,9 @@ STRATEGIES = {
 COST_MODEL_NAME = {"data parallel": "data parallel", "FSDP (annotated)": "FSDP",
                    "tensor parallel": "tensor parallel", "tensor + sequence": "tensor parallel",
                    "2-D (data x model)": "2-D (data x model)", "FSDP x tensor": "FSDP x TP"}
+# What the cost model is told besides the name: sequence parallelism as the chapter writes it
+# (the compiler keeps tensor parallelism's all-reduces and gathers the sequence besides).
+COST_MODEL_CHANGES = {"tensor + sequence": {"sequence_gathers": True}}
 
 
 def rules_for(ns, name):
@@ -517,9 +520,10 @@ def predicted_volume(ns, strategy, chip, mesh_shape, remat="full"):
     name = COST_MODEL_NAME[strategy]
     if name is None or chip is None:
         return None
+    changes = COST_MODEL_CHANGES.get(strategy, {})
     _, _, found = ns["strategy_volumes"](name, ns["BIG"], ns["CHIPS"][chip]["chips"],
-                                         mesh=mesh_shape)
-    p = ns["predict"](name, ns["BIG"], chip, mesh=mesh_shape, remat=remat)
+                                         mesh=mesh_shape, **changes)
+    p = ns["predict"](name, ns["BIG"], chip, mesh=mesh_shape, remat=remat, **changes)
     sent = defaultdict(float)
     for op, size, volume in found:
         sent[op] += (2 if op == "all-reduce" else 1) * (size - 1) / size * volume
@@ -613,9 +617,23 @@ def remat_choice(ns, topology, devices, strategy, args):
     if name is None or chip is None:
         return None
     mesh_shape = STRATEGIES[strategy][0](len(devices))
+    record = choose_remat(ns, topology, strategy, mesh_shape)
+    if record is None:
+        return None
+    compiled, _ = compile_one(ns, topology, devices, strategy, args, remat="named")
+    record["named"] = {key: compiled.get(key) for key in ("oom", "fits", "seconds", "error")}
+    record["named"]["peak"] = compiled["memory"]["peak"] if "memory" in compiled else None
+    record["named"]["hbm_limit"] = compiled.get("hbm_limit") or compiled.get("oom_limit")
+    return record
+
+
+def choose_remat(ns, topology, strategy, mesh_shape):
+    """The model's side of remat_choice: both policies priced, and the cheaper that fits."""
+    name, chip = COST_MODEL_NAME[strategy], COST_MODEL_CHIP.get(topology)
+    changes = COST_MODEL_CHANGES.get(strategy, {})
     predicted = {}
     for remat in REMAT_POLICIES:
-        p = ns["predict"](name, ns["BIG"], chip, mesh=mesh_shape, remat=remat)
+        p = ns["predict"](name, ns["BIG"], chip, mesh=mesh_shape, remat=remat, **changes)
         predicted[remat] = {key: p[key] for key in ("memory", "fits", "overlapped", "serial")}
     fitting = [remat for remat in REMAT_POLICIES if predicted[remat]["fits"]]
     if not fitting:
@@ -623,13 +641,63 @@ def remat_choice(ns, topology, devices, strategy, args):
     # Cheapest by the step's lower bound (perfect overlap); the upper bound (no overlap) is
     # recorded beside it, and on the slices compiled here it orders the policies the same way.
     choice = min(fitting, key=lambda remat: predicted[remat]["overlapped"])
-    record = {"topology": topology, "strategy": strategy, "predicted": predicted,
-              "choice": choice, "role": "choice" if choice == "named" else "control"}
-    compiled, _ = compile_one(ns, topology, devices, strategy, args, remat="named")
-    record["named"] = {key: compiled.get(key) for key in ("oom", "fits", "seconds", "error")}
-    record["named"]["peak"] = compiled["memory"]["peak"] if "memory" in compiled else None
-    record["named"]["hbm_limit"] = compiled.get("hbm_limit") or compiled.get("oom_limit")
-    return record
+    return {"topology": topology, "strategy": strategy, "predicted": predicted,
+            "choice": choice, "role": "choice" if choice == "named" else "control"}
+
+
+def record_inputs(ns, args):
+    """What the records depend on, so that a reader of the file (tests/test_aot_tpu.py) can
+    tell a stale one: the chapter 16 cells this tool executes (tpu_record's hash of their
+    code), this tool's source, and the compiler's versions."""
+    from importlib import metadata
+
+    import tpu_record  # dev/, beside this file: standard library only
+    try:
+        libtpu = metadata.version("libtpu")
+    except metadata.PackageNotFoundError:
+        libtpu = None
+    return {"cells": CELLS, "cells_hash": tpu_record.cells_hash(NOTEBOOK, CELLS),
+            "tool_hash": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
+            "jax": jax.__version__, "libtpu": libtpu, "model": ns["BIG"]}
+
+
+def reprice(path):
+    """The cost model's side of a record, computed again from chapter 16 as it is now, with
+    the compiler's side (the compiled programs, their collectives and memory) kept: for a
+    change to the cost model's cells alone, which compiles the same programs. The record then
+    names the current cells and tool, and `make test-aot` (CI) still compiles a sample again
+    and requires it to equal the record, the compiler's side included."""
+    ns = chapter_namespace()
+    data = json.loads(path.read_text())
+    for r in data["records"]:
+        chip = COST_MODEL_CHIP.get(r["topology"])
+        mesh_shape = (r["mesh"]["data"], r["mesh"]["model"])
+        r["predicted"] = predicted_volume(ns, r["strategy"], chip, mesh_shape, r["remat"])
+        if "at_smaller_batch" in r:
+            r["at_smaller_batch"]["predicted"] = r["predicted"]
+    choices = []
+    for c in data.get("remat_choice", []):
+        chips = math.prod(int(n) for n in c["topology"].split(":")[1].split("x"))
+        mesh_shape = STRATEGIES[c["strategy"]][0](chips)  # one device a chip (v4: megacore)
+        new = choose_remat(ns, c["topology"], c["strategy"], mesh_shape)
+        if new is None:
+            print(f"reprice: {c['topology']} {c['strategy']}: no policy fits now; dropped")
+            continue
+        if new["role"] != c["role"]:
+            print(f"reprice: {c['topology']} {c['strategy']}: now the {new['role']}")
+        choices.append({**c, **new})
+    inputs = record_inputs(ns, argparse.Namespace())
+    if (inputs["jax"], inputs["libtpu"]) != (data["jax"], data["libtpu"]):
+        sys.exit(f"reprice: the record was compiled with jax {data['jax']} and libtpu "
+                 f"{data['libtpu']}, this is {inputs['jax']} and {inputs['libtpu']}: compile "
+                 "again (make aot-record)")
+    data.update(inputs, remat_choice=choices)
+    data["repriced"] = time.strftime("%Y-%m-%d")
+    path.write_text(json.dumps(data, indent=1, default=str))
+    for r in data["records"]:
+        print_record(r)
+    for c in choices:
+        print_choice(c)
 
 
 def print_choice(c):
@@ -707,7 +775,12 @@ def main():
     parser.add_argument("--remat-choice", nargs="*", default=[], metavar="TOPOLOGY",
                         help="on these slices, the model's cheapest remat policy that fits, "
                              "with the compiler's verdict on the named policy")
+    parser.add_argument("--reprice", type=Path, default=None, metavar="RECORD",
+                        help="compile nothing: recompute RECORD's predictions from chapter 16 "
+                             "as it is now (after a change to the cost model's cells only)")
     args = parser.parse_args()
+    if args.reprice:
+        return reprice(args.reprice)
     begin = time.perf_counter()
     ns = chapter_namespace()
     print(f"jax {jax.__version__}; chapter 16's definitions loaded in "
@@ -772,20 +845,7 @@ def main():
     print("* at a quarter of the batch (the full batch ran out of memory)")
     print(f"total {total:.1f} s")
     if args.json:
-        # What the records depend on, so that a reader of the file (tests/test_aot_tpu.py) can
-        # tell a stale one: the chapter 16 cells this tool executes (tpu_record's hash of
-        # their code), this tool's source, and the compiler's versions.
-        from importlib import metadata
-
-        import tpu_record  # dev/, beside this file: standard library only
-        try:
-            libtpu = metadata.version("libtpu")
-        except metadata.PackageNotFoundError:
-            libtpu = None
-        inputs = {"cells": CELLS, "cells_hash": tpu_record.cells_hash(NOTEBOOK, CELLS),
-                  "tool_hash": hashlib.sha256(Path(__file__).read_bytes()).hexdigest(),
-                  "jax": jax.__version__, "libtpu": libtpu, "model": ns["BIG"],
-                  "bf16": not args.f32,
+        inputs = {**record_inputs(ns, args), "bf16": not args.f32,
                   "donated": not args.no_donate, "batch": args.batch,
                   "topologies": args.topology, "strategies": args.strategy,
                   "remat_choice_topologies": args.remat_choice}
