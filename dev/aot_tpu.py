@@ -613,9 +613,6 @@ def remat_choice(ns, topology, devices, strategy, args):
     negative control where the model rejected it for memory and chose full remat. None where
     the model has no such strategy or slice, or no policy fits (full remat's own compile, in
     the main records, is the compiler's verdict there)."""
-    name, chip = COST_MODEL_NAME[strategy], COST_MODEL_CHIP.get(topology)
-    if name is None or chip is None:
-        return None
     mesh_shape = STRATEGIES[strategy][0](len(devices))
     record = choose_remat(ns, topology, strategy, mesh_shape)
     if record is None:
@@ -628,8 +625,11 @@ def remat_choice(ns, topology, devices, strategy, args):
 
 
 def choose_remat(ns, topology, strategy, mesh_shape):
-    """The model's side of remat_choice: both policies priced, and the cheaper that fits."""
+    """The model's side of remat_choice: both policies priced, and the cheaper that fits
+    (None where the model has no such strategy or slice, or no policy fits)."""
     name, chip = COST_MODEL_NAME[strategy], COST_MODEL_CHIP.get(topology)
+    if name is None or chip is None:
+        return None
     changes = COST_MODEL_CHANGES.get(strategy, {})
     predicted = {}
     for remat in REMAT_POLICIES:
@@ -645,7 +645,7 @@ def choose_remat(ns, topology, strategy, mesh_shape):
             "choice": choice, "role": "choice" if choice == "named" else "control"}
 
 
-def record_inputs(ns, args):
+def record_inputs(ns):
     """What the records depend on, so that a reader of the file (tests/test_aot_tpu.py) can
     tell a stale one: the chapter 16 cells this tool executes (tpu_record's hash of their
     code), this tool's source, and the compiler's versions."""
@@ -686,7 +686,7 @@ def reprice(path):
         if new["role"] != c["role"]:
             print(f"reprice: {c['topology']} {c['strategy']}: now the {new['role']}")
         choices.append({**c, **new})
-    inputs = record_inputs(ns, argparse.Namespace())
+    inputs = record_inputs(ns)
     if (inputs["jax"], inputs["libtpu"]) != (data["jax"], data["libtpu"]):
         sys.exit(f"reprice: the record was compiled with jax {data['jax']} and libtpu "
                  f"{data['libtpu']}, this is {inputs['jax']} and {inputs['libtpu']}: compile "
@@ -845,7 +845,7 @@ def main():
     print("* at a quarter of the batch (the full batch ran out of memory)")
     print(f"total {total:.1f} s")
     if args.json:
-        inputs = {**record_inputs(ns, args), "bf16": not args.f32,
+        inputs = {**record_inputs(ns), "bf16": not args.f32,
                   "donated": not args.no_donate, "batch": args.batch,
                   "topologies": args.topology, "strategies": args.strategy,
                   "remat_choice_topologies": args.remat_choice}
