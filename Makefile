@@ -126,7 +126,8 @@ test-tpu-vm: $(STAMP) data
 # (--topology v4:2x2x4; the cost model has no row for it: its records are printed, not checked).
 AOT_RECORD := tests/aot_tpu.json
 AOT_TOPOLOGIES ?= v5e:2x4 v6e:2x4 v4:2x2x1
-AOT_STRATEGIES ?= "data parallel" "FSDP (annotated)" "tensor + sequence" "2-D (data x model)"
+AOT_STRATEGIES ?= "data parallel" "FSDP (annotated)" "tensor + sequence" "2-D (data x model)" \
+  "FSDP x tensor"
 AOT_SAMPLE ?= "tensor + sequence"
 AOT_RUN = JAX_PLATFORMS=cpu TPU_SKIP_MDS_QUERY=1 ALLOW_MULTIPLE_LIBTPU_LOAD=1 .venv-aot/bin/python \
   dev/aot_tpu.py --topology $(AOT_TOPOLOGIES) --remat-choice v5e:2x4

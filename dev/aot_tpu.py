@@ -157,8 +157,8 @@ COST_MODEL_CHANGES = {"tensor + sequence": {"sequence_gathers": True}}
 
 
 def rules_for(ns, name):
-    if name == "FSDP x tensor":  # MaxText's ici_fsdp x ici_tensor: not in the chapter
-        return ns["axis_rules"](batch="data", embed="data", heads="model", mlp="model")
+    if name == "FSDP x tensor":  # MaxText's ici_fsdp x ici_tensor: the chapter's FSDP x TP
+        return ns["RULES"]["FSDP x TP"]
     return ns["RULES"][name]
 
 
